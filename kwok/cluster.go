@@ -1,0 +1,453 @@
+package kwok
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	configv1alpha1 "sigs.k8s.io/kwok/pkg/apis/config/v1alpha1"
+	"sigs.k8s.io/yaml"
+)
+
+// ErrClusterInUse means a live cluster already has the requested name.
+var ErrClusterInUse = errors.New("cluster name already in use")
+
+// ClusterConfig says how to bring a cluster up.
+type ClusterConfig struct {
+	// Name of the cluster; a DNS label. Default "dsbench".
+	Name string
+	// Workdir holds every cluster's files (kwokctl's KWOK_WORKDIR). Default .cache/kwok.
+	Workdir string
+	// Binaries is the folder with the pinned control plane.
+	Binaries Binaries
+	// UpstreamDaemonSetController keeps kube-controller-manager's own
+	// DaemonSet controller on, as a baseline. Off by default so the
+	// controller under test is the only one.
+	UpstreamDaemonSetController bool
+	// APIServerPort is the kube-apiserver port; 0 picks a free one.
+	APIServerPort int
+	// Parallelism of the kwok controller's node and pod stage workers and of
+	// its lease renewals. 0 means DefaultKwokParallelism.
+	KwokParallelism int
+	// Timeout bounds the whole `up`. 0 means 3 minutes.
+	Timeout time.Duration
+	// Log receives kwokctl's output. nil discards it.
+	Log io.Writer
+}
+
+// DefaultKwokParallelism is the kwok controller's worker count per stage
+// kind. kwok's own default (4) is the simulator bottleneck at thousands of
+// pods (HARNESS-NOTES); 32 kept 5000 pods moving here.
+const DefaultKwokParallelism = 32
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// withDefaults returns the config with defaults filled in, or an error that
+// names the offending field.
+func (c ClusterConfig) withDefaults() (ClusterConfig, error) {
+	if c.Name == "" {
+		c.Name = "dsbench"
+	}
+	if !dnsLabel.MatchString(c.Name) {
+		return c, fmt.Errorf("cluster name %q: must be a DNS label (lower-case letters, digits and '-')", c.Name)
+	}
+	if c.Workdir == "" {
+		c.Workdir = filepath.Join(".cache", "kwok")
+	}
+	abs, err := filepath.Abs(c.Workdir)
+	if err != nil {
+		return c, fmt.Errorf("workdir %q: %w", c.Workdir, err)
+	}
+	c.Workdir = abs
+	if c.APIServerPort < 0 || c.APIServerPort > 65535 {
+		return c, fmt.Errorf("apiserver port %d: must be between 0 and 65535", c.APIServerPort)
+	}
+	if c.KwokParallelism < 0 {
+		return c, fmt.Errorf("kwok parallelism %d: must not be negative", c.KwokParallelism)
+	}
+	if c.KwokParallelism == 0 {
+		c.KwokParallelism = DefaultKwokParallelism
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 3 * time.Minute
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return c, nil
+}
+
+// Cluster is a running KWOK cluster.
+type Cluster struct {
+	conf ClusterConfig
+}
+
+// Open returns a handle on the cluster named in conf without starting it.
+func Open(conf ClusterConfig) (*Cluster, error) {
+	conf, err := conf.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{conf: conf}, nil
+}
+
+// Name is the cluster's name.
+func (c *Cluster) Name() string { return c.conf.Name }
+
+// Dir is the folder that holds this cluster's files.
+func (c *Cluster) Dir() string { return filepath.Join(c.conf.Workdir, "clusters", c.conf.Name) }
+
+// Kubeconfig is the path of the cluster's admin kubeconfig.
+func (c *Cluster) Kubeconfig() string { return filepath.Join(c.Dir(), "kubeconfig.yaml") }
+
+// LogDir holds the components' logs.
+func (c *Cluster) LogDir() string { return filepath.Join(c.Dir(), "logs") }
+
+// RESTConfig returns a client config with client-side rate limits off.
+func (c *Cluster) RESTConfig() (*rest.Config, error) {
+	return LoadRESTConfig(c.Kubeconfig())
+}
+
+// LoadRESTConfig loads a kubeconfig and turns client-side rate limits off,
+// so that the harness never becomes its own bottleneck.
+func LoadRESTConfig(path string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	cfg.QPS = -1
+	cfg.Burst = 0
+	cfg.Timeout = 60 * time.Second
+	return cfg, nil
+}
+
+// Up brings a cluster up and waits until it can run pods: the API is ready,
+// the `default` ServiceAccount exists and the pod stages are installed.
+// A dead cluster of the same name (left by a crash or Ctrl-C) is cleaned up
+// first; a live one is ErrClusterInUse.
+func Up(ctx context.Context, conf ClusterConfig) (*Cluster, error) {
+	c, err := Open(conf)
+	if err != nil {
+		return nil, err
+	}
+	conf = c.conf
+	if err := conf.Binaries.Check(); err != nil {
+		return nil, err
+	}
+	if conf.APIServerPort != 0 {
+		if err := portFree(conf.APIServerPort); err != nil {
+			return nil, fmt.Errorf("apiserver port %d: %w", conf.APIServerPort, err)
+		}
+	}
+	if pids := c.livePIDs(); len(pids) > 0 {
+		return nil, fmt.Errorf("cluster %q is running (pids %v; kubeconfig %s); bring it down with `dsbench cluster down --name %s`: %w",
+			conf.Name, pids, c.Kubeconfig(), conf.Name, ErrClusterInUse)
+	}
+	if _, err := os.Stat(c.Dir()); err == nil {
+		fmt.Fprintf(conf.Log, "cleaning up the remains of cluster %q\n", conf.Name)
+		if err := c.Down(ctx); err != nil {
+			return nil, fmt.Errorf("cleaning up dead cluster %q: %w", conf.Name, err)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, conf.Timeout)
+	defer cancel()
+	if err := c.create(ctx); err != nil {
+		// Whatever half-started must not outlive us.
+		downCtx, downCancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer downCancel()
+		if derr := c.Down(downCtx); derr != nil {
+			err = errors.Join(err, fmt.Errorf("tearing down after failed up: %w", derr))
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) create(ctx context.Context) error {
+	if err := os.MkdirAll(c.conf.Workdir, 0o755); err != nil {
+		return fmt.Errorf("creating workdir: %w", err)
+	}
+	cfgPath := filepath.Join(c.conf.Workdir, c.conf.Name+".kwokctl.yaml")
+	data, err := c.kwokctlConfig()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
+		return fmt.Errorf("writing kwokctl config: %w", err)
+	}
+	if err := c.kwokctl(ctx, "create", "cluster", "--config", cfgPath, "--kubeconfig", "", "--wait", "2m"); err != nil {
+		return fmt.Errorf("creating cluster %q: %w (logs in %s)", c.conf.Name, err, c.LogDir())
+	}
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
+	if err := waitReady(ctx, client); err != nil {
+		return err
+	}
+	return ApplyStages(ctx, cfg, StageOptions{})
+}
+
+// waitReady waits for /readyz and for the default ServiceAccount, without
+// which the apiserver refuses every pod.
+func waitReady(ctx context.Context, client kubernetes.Interface) error {
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err != nil || string(body) != "ok" {
+			return false, nil
+		}
+		_, err = client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the API and the default ServiceAccount: %w", err)
+	}
+	return nil
+}
+
+func (c *Cluster) kwokctlConfig() ([]byte, error) {
+	disable := true
+	kcmArgs := []configv1alpha1.ExtraArgs{}
+	if !c.conf.UpstreamDaemonSetController {
+		kcmArgs = append(kcmArgs, configv1alpha1.ExtraArgs{Key: "controllers", Value: "*,-daemonset-controller"})
+	}
+	b := c.conf.Binaries
+	ctl := configv1alpha1.KwokctlConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: configv1alpha1.GroupVersion.String(), Kind: configv1alpha1.KwokctlConfigurationKind},
+		Options: configv1alpha1.KwokctlConfigurationOptions{
+			Runtime:                     "binary",
+			KubeVersion:                 KubernetesVersion,
+			KwokVersion:                 KwokVersion,
+			EtcdVersion:                 EtcdVersion,
+			KubeApiserverPort:           uint32(c.conf.APIServerPort),
+			KubeApiserverBinary:         b.Path(BinKubeAPIServer),
+			KubeControllerManagerBinary: b.Path(BinKubeControllerManager),
+			KubeSchedulerBinary:         b.Path(BinKubeScheduler),
+			KubectlBinary:               b.Path(BinKubectl),
+			KwokControllerBinary:        b.Path(BinKwok),
+			EtcdBinary:                  b.Path(BinEtcd),
+			CacheDir:                    filepath.Join(c.conf.Workdir, "cache"),
+			DisableQPSLimits:            &disable,
+			EnableCRDs:                  []string{"Stage"},
+		},
+		ComponentsPatches: []configv1alpha1.ComponentPatches{
+			{Name: "kube-controller-manager", ExtraArgs: kcmArgs},
+		},
+	}
+	p := uint(c.conf.KwokParallelism)
+	kw := configv1alpha1.KwokConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: configv1alpha1.GroupVersion.String(), Kind: configv1alpha1.KwokConfigurationKind},
+		Options: configv1alpha1.KwokConfigurationOptions{
+			PodPlayStageParallelism:  p,
+			NodePlayStageParallelism: p,
+			NodeLeaseParallelism:     p,
+		},
+	}
+	var out bytes.Buffer
+	for i, obj := range []any{ctl, kw} {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("encoding kwokctl config: %w", err)
+		}
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		out.Write(data)
+	}
+	return out.Bytes(), nil
+}
+
+// Down stops every process of the cluster and removes its files. It is safe
+// to call on a cluster that is already down or half up.
+func (c *Cluster) Down(ctx context.Context) error {
+	pids := c.pids()
+	var errs []error
+	if _, err := os.Stat(c.Dir()); err == nil {
+		if err := c.kwokctl(ctx, "delete", "cluster"); err != nil {
+			errs = append(errs, fmt.Errorf("kwokctl delete cluster: %w", err))
+		}
+	}
+	// kwokctl only signals; make sure nothing outlives us.
+	for _, pid := range pids {
+		if err := stopProcess(ctx, pid); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.RemoveAll(c.Dir()); err != nil {
+		errs = append(errs, fmt.Errorf("removing %s: %w", c.Dir(), err))
+	}
+	_ = os.Remove(filepath.Join(c.conf.Workdir, c.conf.Name+".kwokctl.yaml"))
+	return errors.Join(errs...)
+}
+
+// Status describes a cluster.
+type Status struct {
+	Name       string
+	Dir        string
+	Kubeconfig string
+	Exists     bool
+	// Processes maps each component to its pid and whether it is alive.
+	Processes  []Process
+	APIReady   bool
+	APIError   string
+	NodeCount  int
+	ServerVers string
+}
+
+// Process is one component process.
+type Process struct {
+	Component string
+	PID       int
+	Alive     bool
+}
+
+// Status reports what runs and whether the API answers.
+func (c *Cluster) Status(ctx context.Context) Status {
+	st := Status{Name: c.conf.Name, Dir: c.Dir(), Kubeconfig: c.Kubeconfig()}
+	if _, err := os.Stat(c.Dir()); err != nil {
+		return st
+	}
+	st.Exists = true
+	for comp, pid := range c.componentPIDs() {
+		st.Processes = append(st.Processes, Process{Component: comp, PID: pid, Alive: processAlive(pid)})
+	}
+	sortProcesses(st.Processes)
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		st.APIError = err.Error()
+		return st
+	}
+	cfg.Timeout = 5 * time.Second
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		st.APIError = err.Error()
+		return st
+	}
+	v, err := client.Discovery().ServerVersion()
+	if err != nil {
+		st.APIError = err.Error()
+		return st
+	}
+	st.ServerVers = v.GitVersion
+	st.APIReady = true
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err == nil {
+		st.NodeCount = len(nodes.Items)
+	}
+	return st
+}
+
+func (c *Cluster) kwokctl(ctx context.Context, args ...string) error {
+	full := append([]string{"--name", c.conf.Name}, args...)
+	cmd := exec.CommandContext(ctx, c.conf.Binaries.Path(BinKwokctl), full...)
+	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+c.conf.Workdir)
+	var out bytes.Buffer
+	cmd.Stdout = io.MultiWriter(&out, c.conf.Log)
+	cmd.Stderr = cmd.Stdout
+	// kwokctl must finish its own cleanup even when we are interrupted.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("kwokctl %s: %w: %s", strings.Join(args, " "), err, lastLines(out.String(), 5))
+	}
+	return nil
+}
+
+// componentPIDs reads kwokctl's pid files.
+func (c *Cluster) componentPIDs() map[string]int {
+	out := map[string]int{}
+	dir := filepath.Join(c.Dir(), "pids")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return out
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		out[strings.TrimSuffix(e.Name(), ".pid")] = pid
+	}
+	return out
+}
+
+func (c *Cluster) pids() []int {
+	var pids []int
+	for _, pid := range c.componentPIDs() {
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+func (c *Cluster) livePIDs() []int {
+	var live []int
+	for _, pid := range c.pids() {
+		if processAlive(pid) {
+			live = append(live, pid)
+		}
+	}
+	return live
+}
+
+// LivePIDs lists the cluster's processes that are still running.
+func (c *Cluster) LivePIDs() []int { return c.livePIDs() }
+
+func portFree(port int) error {
+	l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	if err != nil {
+		return fmt.Errorf("port is already in use: %w", err)
+	}
+	return l.Close()
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ClusterNames lists the clusters that have files in workdir.
+func ClusterNames(workdir string) []string {
+	entries, err := os.ReadDir(filepath.Join(workdir, "clusters"))
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}

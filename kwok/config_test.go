@@ -1,0 +1,149 @@
+package kwok
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+func TestClusterConfigDefaultsAndErrors(t *testing.T) {
+	c, err := ClusterConfig{}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name != "dsbench" || c.KwokParallelism != DefaultKwokParallelism || c.Timeout != 3*time.Minute || !strings.HasSuffix(c.Workdir, ".cache/kwok") {
+		t.Errorf("defaults: %+v", c)
+	}
+	bad := []struct {
+		conf ClusterConfig
+		want string
+	}{
+		{ClusterConfig{Name: "Bad_Name"}, "cluster name"},
+		{ClusterConfig{APIServerPort: 70000}, "apiserver port 70000"},
+		{ClusterConfig{APIServerPort: -1}, "apiserver port -1"},
+		{ClusterConfig{KwokParallelism: -3}, "kwok parallelism -3"},
+	}
+	for _, b := range bad {
+		if _, err := b.conf.withDefaults(); err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("%+v: got %v, want error containing %q", b.conf, err, b.want)
+		}
+	}
+}
+
+func TestKwokctlConfigTurnsBuiltinDaemonSetControllerOff(t *testing.T) {
+	for _, upstream := range []bool{false, true} {
+		c, err := Open(ClusterConfig{Name: "x", UpstreamDaemonSetController: upstream, Binaries: Binaries{Dir: "/bin-dir"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := c.kwokctlConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(data)
+		off := strings.Contains(s, "-daemonset-controller")
+		if off == upstream {
+			t.Errorf("upstream=%v: daemonset controller disabled=%v in\n%s", upstream, off, s)
+		}
+		for _, want := range []string{"runtime: binary", "disableQPSLimits: true", "/bin-dir/kube-apiserver", "/bin-dir/etcd", "kind: KwokConfiguration", "podPlayStageParallelism: 32"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("config lacks %q:\n%s", want, s)
+			}
+		}
+	}
+}
+
+func TestParseTaint(t *testing.T) {
+	good := map[string]corev1.Taint{
+		"gpu=true:NoSchedule":      {Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule},
+		"dedicated:NoExecute":      {Key: "dedicated", Effect: corev1.TaintEffectNoExecute},
+		"a.b/c=d:PreferNoSchedule": {Key: "a.b/c", Value: "d", Effect: corev1.TaintEffectPreferNoSchedule},
+	}
+	for in, want := range good {
+		got, err := ParseTaint(in)
+		if err != nil {
+			t.Errorf("ParseTaint(%q): %v", in, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("ParseTaint(%q) (-want +got):\n%s", in, diff)
+		}
+	}
+	for in, want := range map[string]string{"gpu=true": "key[=value]:Effect", "gpu:Never": `effect "Never"`, "bad key!:NoSchedule": "key", "k=bad value:NoSchedule": "value"} {
+		if _, err := ParseTaint(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseTaint(%q): got %v, want error containing %q", in, err, want)
+		}
+	}
+}
+
+func TestEditTaints(t *testing.T) {
+	ns := func(k string) corev1.Taint { return corev1.Taint{Key: k, Effect: corev1.TaintEffectNoSchedule} }
+	got := EditTaints([]corev1.Taint{ns("a"), ns("b"), {Key: "b", Effect: corev1.TaintEffectNoExecute}}, []corev1.Taint{{Key: "a", Value: "2", Effect: corev1.TaintEffectNoSchedule}}, []corev1.Taint{{Key: "b"}})
+	want := []corev1.Taint{{Key: "a", Value: "2", Effect: corev1.TaintEffectNoSchedule}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestNodePoolValidate(t *testing.T) {
+	for _, tt := range []struct {
+		pool NodePool
+		want string
+	}{
+		{NodePool{Prefix: "ok", Count: 3}, ""},
+		{NodePool{Prefix: "ok", Count: -1}, "count -1"},
+		{NodePool{Prefix: "", Count: 1}, "prefix"},
+		{NodePool{Prefix: "UP", Count: 1}, "prefix"},
+		{NodePool{Prefix: "ok", Count: 1, Labels: map[string]string{"bad key": "v"}}, `labels["bad key"]`},
+		{NodePool{Prefix: "ok", Count: 1, Taints: []corev1.Taint{{Key: "k", Effect: "Maybe"}}}, `taints[0]: effect "Maybe"`},
+	} {
+		err := tt.pool.Validate()
+		if (tt.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: got %v, want %q", tt.pool, err, tt.want)
+		}
+	}
+	p := NodePool{Prefix: "n", Count: 2, Start: 5, Labels: map[string]string{"disk": "ssd"}}
+	if diff := cmp.Diff([]string{"n-5", "n-6"}, p.NodeNames()); diff != "" {
+		t.Error(diff)
+	}
+	node := p.Node(5)
+	if node.Labels["disk"] != "ssd" || node.Labels[PoolLabel] != "n" || node.Annotations[ManagedAnnotation] != "fake" {
+		t.Errorf("node: %+v", node.ObjectMeta)
+	}
+}
+
+func TestStagesRender(t *testing.T) {
+	stages, err := Stages(StageOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range stages {
+		names = append(names, s.GetName())
+	}
+	if diff := cmp.Diff([]string{"node-initialize", "node-heartbeat-with-lease", "dsbench-pod-ready", "dsbench-pod-delete"}, names); diff != "" {
+		t.Errorf("default stages (-want +got):\n%s", diff)
+	}
+	stages, err = Stages(StageOptions{ReadyDelay: time.Second, ReadyJitter: 500 * time.Millisecond, FailImages: `^bad"`, NeverReadyImages: "hang"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := yaml.Marshal(stages[2].Object)
+	for _, want := range []string{"durationMilliseconds: 1000", "jitterDurationMilliseconds: 1500", `test("^bad\"")`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("pod-ready stage lacks %q:\n%s", want, data)
+		}
+	}
+	if len(stages) != 6 {
+		t.Errorf("want 6 stages with fail and never-ready, got %d", len(stages))
+	}
+	if _, err := Stages(StageOptions{FailImages: "("}); err == nil || !strings.Contains(err.Error(), "failImages") {
+		t.Errorf("bad regexp: %v", err)
+	}
+	if _, err := Stages(StageOptions{ReadyDelay: -time.Second}); err == nil || !strings.Contains(err.Error(), "readyDelay") {
+		t.Errorf("negative delay: %v", err)
+	}
+}

@@ -1,0 +1,316 @@
+package kwok
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Labels and annotations on every fake node.
+const (
+	// ManagedAnnotation makes the kwok controller adopt the node (kwokctl's
+	// default node selector).
+	ManagedAnnotation = "kwok.x-k8s.io/node"
+	// PoolLabel names the pool a node belongs to.
+	PoolLabel = "dsbench.dev/pool"
+)
+
+// DefaultCapacity is what a fake node offers when a pool says nothing.
+var DefaultCapacity = corev1.ResourceList{
+	corev1.ResourceCPU:    resource.MustParse("32"),
+	corev1.ResourceMemory: resource.MustParse("128Gi"),
+	corev1.ResourcePods:   resource.MustParse("110"),
+}
+
+// NodePool describes a set of identical fake nodes named <Prefix>-<index>.
+type NodePool struct {
+	Prefix   string
+	Count    int
+	Labels   map[string]string
+	Taints   []corev1.Taint
+	Capacity corev1.ResourceList
+	// Start is the index of the first node, so that pools can grow.
+	Start int
+}
+
+// Validate names the first bad field.
+func (p NodePool) Validate() error {
+	if p.Count < 0 {
+		return fmt.Errorf("count %d: must not be negative", p.Count)
+	}
+	if p.Start < 0 {
+		return fmt.Errorf("start %d: must not be negative", p.Start)
+	}
+	if errs := validation.IsDNS1123Subdomain(p.NodeName(p.Start + p.Count)); p.Prefix == "" || len(errs) > 0 {
+		return fmt.Errorf("prefix %q: must be a DNS subdomain: %s", p.Prefix, strings.Join(errs, "; "))
+	}
+	for k, v := range p.Labels {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Errorf("labels[%q]: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return fmt.Errorf("labels[%q] value %q: %s", k, v, strings.Join(errs, "; "))
+		}
+	}
+	for i, t := range p.Taints {
+		if err := ValidateTaint(t); err != nil {
+			return fmt.Errorf("taints[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// ValidateTaint checks the key and the effect of a taint.
+func ValidateTaint(t corev1.Taint) error {
+	if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
+		return fmt.Errorf("key %q: %s", t.Key, strings.Join(errs, "; "))
+	}
+	if t.Value != "" {
+		if errs := validation.IsValidLabelValue(t.Value); len(errs) > 0 {
+			return fmt.Errorf("value %q: %s", t.Value, strings.Join(errs, "; "))
+		}
+	}
+	switch t.Effect {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		return nil
+	default:
+		return fmt.Errorf("effect %q: must be NoSchedule, PreferNoSchedule or NoExecute", t.Effect)
+	}
+}
+
+// ParseTaint parses key[=value]:Effect, as kubectl taint does.
+func ParseTaint(s string) (corev1.Taint, error) {
+	kv, effect, ok := strings.Cut(s, ":")
+	if !ok {
+		return corev1.Taint{}, fmt.Errorf("taint %q: want key[=value]:Effect", s)
+	}
+	key, value, _ := strings.Cut(kv, "=")
+	t := corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)}
+	if err := ValidateTaint(t); err != nil {
+		return corev1.Taint{}, fmt.Errorf("taint %q: %w", s, err)
+	}
+	return t, nil
+}
+
+// NodeName is the name of the node at index i.
+func (p NodePool) NodeName(i int) string { return fmt.Sprintf("%s-%d", p.Prefix, i) }
+
+// NodeNames lists the pool's node names in index order.
+func (p NodePool) NodeNames() []string {
+	names := make([]string, 0, p.Count)
+	for i := p.Start; i < p.Start+p.Count; i++ {
+		names = append(names, p.NodeName(i))
+	}
+	return names
+}
+
+// Node builds the Node object at index i.
+func (p NodePool) Node(i int) *corev1.Node {
+	capacity := p.Capacity
+	if len(capacity) == 0 {
+		capacity = DefaultCapacity
+	}
+	name := p.NodeName(i)
+	labels := map[string]string{
+		corev1.LabelHostname:   name,
+		corev1.LabelOSStable:   "linux",
+		corev1.LabelArchStable: "amd64",
+		"type":                 "kwok",
+		PoolLabel:              p.Prefix,
+	}
+	for k, v := range p.Labels {
+		labels[k] = v
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      labels,
+			Annotations: map[string]string{ManagedAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+		},
+		Spec: corev1.NodeSpec{Taints: append([]corev1.Taint(nil), p.Taints...)},
+		Status: corev1.NodeStatus{
+			Capacity:    capacity.DeepCopy(),
+			Allocatable: capacity.DeepCopy(),
+			Phase:       corev1.NodeRunning,
+		},
+	}
+}
+
+// DefaultParallelism is the number of node writes in flight.
+const DefaultParallelism = 64
+
+// CreateNodes creates the pool's nodes with up to parallelism writes in
+// flight. A node that already exists is left as it is.
+func CreateNodes(ctx context.Context, client kubernetes.Interface, p NodePool, parallelism int) error {
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("node pool %q: %w", p.Prefix, err)
+	}
+	return forEach(ctx, p.Start, p.Start+p.Count, parallelism, func(ctx context.Context, i int) error {
+		_, err := client.CoreV1().Nodes().Create(ctx, p.Node(i), metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating node %s: %w", p.NodeName(i), err)
+		}
+		return nil
+	})
+}
+
+// DeleteNodes deletes the named nodes. Nodes that are gone already are fine.
+func DeleteNodes(ctx context.Context, client kubernetes.Interface, names []string, parallelism int) error {
+	return forEach(ctx, 0, len(names), parallelism, func(ctx context.Context, i int) error {
+		err := client.CoreV1().Nodes().Delete(ctx, names[i], metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting node %s: %w", names[i], err)
+		}
+		return nil
+	})
+}
+
+// NodePatch is a change to a node's labels, taints or schedulability. A nil
+// label value removes the label.
+type NodePatch struct {
+	Labels map[string]*string
+	// SetTaints are added, or replace a taint with the same key and effect.
+	SetTaints []corev1.Taint
+	// RemoveTaints are removed by key (and effect, when it is set).
+	RemoveTaints []corev1.Taint
+	// Unschedulable, when set, cordons (true) or uncordons (false).
+	Unschedulable *bool
+}
+
+// PatchNodes applies the patch to each named node. Taint changes need the
+// current taints, so those go through a read-modify-write with a resource
+// version precondition and are retried on conflict.
+func PatchNodes(ctx context.Context, client kubernetes.Interface, names []string, patch NodePatch, parallelism int) error {
+	return forEach(ctx, 0, len(names), parallelism, func(ctx context.Context, i int) error {
+		if err := patchNode(ctx, client, names[i], patch); err != nil {
+			return fmt.Errorf("patching node %s: %w", names[i], err)
+		}
+		return nil
+	})
+}
+
+func patchNode(ctx context.Context, client kubernetes.Interface, name string, patch NodePatch) error {
+	if len(patch.SetTaints) == 0 && len(patch.RemoveTaints) == 0 {
+		body := map[string]any{}
+		if len(patch.Labels) > 0 {
+			body["metadata"] = map[string]any{"labels": patch.Labels}
+		}
+		if patch.Unschedulable != nil {
+			body["spec"] = map[string]any{"unschedulable": *patch.Unschedulable}
+		}
+		data, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		_, err = client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node = node.DeepCopy()
+		for k, v := range patch.Labels {
+			if v == nil {
+				delete(node.Labels, k)
+			} else {
+				if node.Labels == nil {
+					node.Labels = map[string]string{}
+				}
+				node.Labels[k] = *v
+			}
+		}
+		if patch.Unschedulable != nil {
+			node.Spec.Unschedulable = *patch.Unschedulable
+		}
+		node.Spec.Taints = EditTaints(node.Spec.Taints, patch.SetTaints, patch.RemoveTaints)
+		_, err = client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) && attempt < 10 {
+			continue
+		}
+		return err
+	}
+}
+
+// EditTaints returns taints with remove taken out and set put in.
+func EditTaints(taints, set, remove []corev1.Taint) []corev1.Taint {
+	out := make([]corev1.Taint, 0, len(taints)+len(set))
+	matches := func(t corev1.Taint, list []corev1.Taint, byEffect bool) bool {
+		for _, r := range list {
+			if t.Key == r.Key && (!byEffect && r.Effect == "" || t.Effect == r.Effect) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, t := range taints {
+		if matches(t, remove, false) || matches(t, set, true) {
+			continue
+		}
+		out = append(out, t)
+	}
+	for _, t := range set {
+		if t.Effect == corev1.TaintEffectNoExecute && t.TimeAdded == nil {
+			now := metav1.Now()
+			t.TimeAdded = &now
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// forEach runs fn for every i in [from, to) with bounded parallelism and
+// returns the first error after every started call has finished.
+func forEach(ctx context.Context, from, to, parallelism int, fn func(ctx context.Context, i int) error) error {
+	if parallelism <= 0 {
+		parallelism = DefaultParallelism
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallelism)
+	for i := from; i < to; i++ {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return fn(gctx, i) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// NodeReady says whether the node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// NodeSchedulable says whether the node is Ready and the node-lifecycle
+// controller has lifted the not-ready taint that every new node starts with.
+// Until then DaemonSet pods do not tolerate the node.
+func NodeSchedulable(n *corev1.Node) bool {
+	if !NodeReady(n) {
+		return false
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady {
+			return false
+		}
+	}
+	return true
+}
