@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func testEnv() (Env, *bytes.Buffer, *bytes.Buffer) {
+	var out, errOut bytes.Buffer
+	return Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}, &out, &errOut
+}
+
+// Bad command lines fail before touching any cluster, with an error that
+// names the flag or field at fault.
+func TestBadCommandLines(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string // substrings of the error
+	}{
+		{"no command", nil, []string{"no command"}},
+		{"unknown command", []string{"fly"}, []string{`unknown command "fly"`}},
+		{"unknown flag", []string{"cluster", "up", "--nodez", "3"}, []string{"cluster up", "unknown flag: --nodez"}},
+		{"unknown subcommand", []string{"cluster", "sideways"}, []string{`unknown subcommand "sideways"`}},
+		{"bad duration", []string{"cluster", "up", "--timeout", "soon"}, []string{"--timeout", "soon"}},
+		{"bad cluster name", []string{"cluster", "status", "--name", "Not_A_Label"}, []string{"cluster name", "Not_A_Label"}},
+		{"negative node count", []string{"nodes", "create", "--count", "-5"}, []string{"--count -5", "must not be negative"}},
+		{"bad taint effect", []string{"nodes", "create", "--count", "1", "--taint", "gpu=true:Sometimes"}, []string{"--taint", `effect "Sometimes"`}},
+		{"taint without effect", []string{"nodes", "create", "--count", "1", "--taint", "gpu=true"}, []string{"--taint", "key[=value]:Effect"}},
+		{"bad label", []string{"nodes", "create", "--count", "1", "--label", "noequals"}, []string{"--label", "key=value"}},
+		{"bad quantity", []string{"nodes", "create", "--count", "1", "--cpu", "lots"}, []string{"--cpu", "lots"}},
+		{"delete without selector", []string{"nodes", "delete"}, []string{"--selector is required"}},
+		{"bad selector", []string{"nodes", "patch", "--selector", "a in (b"}, []string{"--selector"}},
+		{"cordon and uncordon", []string{"nodes", "patch", "--selector", "a=b", "--cordon", "--uncordon"}, []string{"choose one"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, _, _ := testEnv()
+			err := Main(t.Context(), env, tt.args)
+			if err == nil {
+				t.Fatalf("Main(%q) succeeded, want an error", tt.args)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestUsageErrorsAreMarked(t *testing.T) {
+	env, _, _ := testEnv()
+	err := Main(t.Context(), env, []string{"cluster", "up", "--bogus"})
+	if !errors.Is(err, ErrUsage) {
+		t.Errorf("unknown flag: %v is not ErrUsage, so main would not exit 2", err)
+	}
+	env, out, _ := testEnv()
+	if err := Main(t.Context(), env, []string{"help"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"cluster", "nodes"} {
+		if !strings.Contains(out.String(), cmd) {
+			t.Errorf("help does not list %q:\n%s", cmd, out)
+		}
+	}
+	env, _, _ = testEnv()
+	if err := Main(t.Context(), env, []string{"cluster", "up", "--help"}); !errors.Is(err, pflag.ErrHelp) {
+		t.Errorf("--help: got %v, want pflag.ErrHelp", err)
+	}
+}
+
+func TestBuildPatch(t *testing.T) {
+	p, err := buildPatch([]string{"disk=hdd", "old-"}, []string{"k=v:NoExecute"}, []string{"gone:NoSchedule"}, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := p.Labels["disk"]; v == nil || *v != "hdd" {
+		t.Errorf("disk label: %v", v)
+	}
+	if v, ok := p.Labels["old"]; !ok || v != nil {
+		t.Errorf("old label should be removed: %v %v", v, ok)
+	}
+	if len(p.SetTaints) != 1 || p.SetTaints[0].Effect != "NoExecute" || len(p.RemoveTaints) != 1 || p.RemoveTaints[0].Key != "gone" {
+		t.Errorf("taints: %+v", p)
+	}
+	if p.Unschedulable == nil || !*p.Unschedulable {
+		t.Errorf("cordon not set")
+	}
+}
