@@ -1,0 +1,56 @@
+# dsbench: a DaemonSet controller and the KWOK scale-test harness that proves it.
+# `make help` lists the targets.
+
+SHELL := /bin/bash
+GO ?= go
+CACHE ?= $(CURDIR)/.cache
+BIN := $(CACHE)/bin
+export DSBENCH_CACHE := $(CACHE)
+
+# Integration tests fail, instead of skipping, when they cannot get a cluster.
+TEST_ENV := DSBENCH_REQUIRE_CLUSTER=1
+TEST_TIMEOUT ?= 35m
+BENCH_FLAGS ?=
+
+.PHONY: help tools build test test-unit bench bench-baseline verify fuzz clean cleanup-test-clusters
+
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+tools: ## Build the pinned control plane (k8s v1.36.4, etcd, kwok v0.8.0) into .cache/bin; cached.
+	@bash kwok/tools/build.sh $(BIN)
+
+build: ## Build the controller and the harness CLI into .cache/.
+	$(GO) build -o $(CACHE)/daemonset-controller ./cmd/daemonset-controller
+	$(GO) build -o $(CACHE)/dsbench ./cmd/dsbench
+
+test: tools build ## Run every test, integration tests on real KWOK clusters included.
+	@status=0; $(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) -count=1 ./... || status=$$?; \
+	  $(MAKE) --no-print-directory cleanup-test-clusters; exit $$status
+
+test-unit: ## Run the tests that need no cluster.
+	$(GO) test -short -count=1 ./...
+
+cleanup-test-clusters: ## Stop any test cluster that a crashed or interrupted test left behind.
+	@$(CACHE)/dsbench cluster down --all --workdir $(CACHE)/kwok-test 2>/dev/null || true
+
+bench: tools build ## Run the default scenario suite against ours and upstream, write reports/out/<time>/.
+	$(CACHE)/dsbench bench $(BENCH_FLAGS)
+
+bench-baseline: tools build ## Re-measure and overwrite bench/baseline.json on purpose.
+	$(CACHE)/dsbench bench --write-baseline bench/baseline.json $(BENCH_FLAGS)
+
+verify: ## gofmt, go vet, and go mod tidy leaving no diff.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@cp go.mod /tmp/dsbench-go.mod.bak; cp go.sum /tmp/dsbench-go.sum.bak; $(GO) mod tidy; \
+	  if ! git diff --quiet -- go.mod go.sum; then echo "go mod tidy changed go.mod/go.sum"; git diff -- go.mod go.sum | head -40; \
+	  cp /tmp/dsbench-go.mod.bak go.mod; cp /tmp/dsbench-go.sum.bak go.sum; exit 1; fi
+
+fuzz: ## Fuzz the planner, the scenario decoder and the oracle for FUZZTIME each (default 30s).
+	$(GO) test ./controller/plan -run '^$$' -fuzz FuzzComputeInvariants -fuzztime $${FUZZTIME:-30s}
+	$(GO) test ./scenarios -run '^$$' -fuzz FuzzLoad -fuzztime $${FUZZTIME:-30s}
+
+clean: cleanup-test-clusters ## Stop clusters and remove build outputs and reports (keeps the control-plane cache).
+	@$(CACHE)/dsbench cluster down --all 2>/dev/null || true
+	rm -rf $(CACHE)/kwok $(CACHE)/kwok-test $(CACHE)/dsbench $(CACHE)/daemonset-controller reports/out
