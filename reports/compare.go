@@ -1,0 +1,212 @@
+package reports
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// Row compares one metric of one case between side A (reference) and side B.
+type Row struct {
+	Case       Case
+	Controller string // controller of both sides in Compare; "" in CompareControllers
+	Metric     Metric
+	SampleComparison
+}
+
+// Comparison is a table of rows, renderable as markdown.
+type Comparison struct {
+	Title          string
+	ALabel, BLabel string // e.g. "upstream" and "ours", or "old" and "new"
+	Options        Options
+	Rows           []Row
+}
+
+// CompareControllers compares upstream (A) with ours (B) for every case in r.
+func CompareControllers(r *Report, opt Options) Comparison {
+	c := Comparison{Title: "ours vs upstream", ALabel: ControllerUpstream, BLabel: ControllerOurs, Options: opt}
+	groups := Groups(r)
+	for _, cs := range cases(groups) {
+		a := findGroup(groups, cs, ControllerUpstream)
+		b := findGroup(groups, cs, ControllerOurs)
+		c.Rows = append(c.Rows, compareGroups(cs, "", a, b, opt)...)
+	}
+	return c
+}
+
+// Compare compares report a (A, old) with report b (B, new), per case and
+// controller, with DefaultOptions. It is what `dsbench compare` prints.
+func Compare(a, b *Report) Comparison { return CompareWith(a, b, DefaultOptions()) }
+
+// CompareWith is Compare with explicit options.
+func CompareWith(a, b *Report, opt Options) Comparison {
+	c := Comparison{Title: "new vs old", ALabel: "old", BLabel: "new", Options: opt}
+	if a.Versions.GitCommit != "" || b.Versions.GitCommit != "" {
+		c.Title = fmt.Sprintf("new (%s, %s) vs old (%s, %s)", shortCommit(b.Versions.GitCommit), b.GeneratedAt.UTC().Format(time.RFC3339),
+			shortCommit(a.Versions.GitCommit), a.GeneratedAt.UTC().Format(time.RFC3339))
+	}
+	ga, gb := Groups(a), Groups(b)
+	type key struct {
+		c          Case
+		controller string
+	}
+	var keys []key
+	seen := map[key]bool{}
+	for _, g := range append(ga, gb...) {
+		k := key{g.Case, g.Controller}
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		c.Rows = append(c.Rows, compareGroups(k.c, k.controller, findGroup(ga, k.c, k.controller), findGroup(gb, k.c, k.controller), opt)...)
+	}
+	return c
+}
+
+func compareGroups(cs Case, controller string, a, b *Group, opt Options) []Row {
+	var rows []Row
+	for _, m := range unionMetrics(a, b) {
+		av, bv := seriesValues(a, m.Key), seriesValues(b, m.Key)
+		rng := seriesRand(opt.Seed, cs.String()+"|"+controller+"|"+m.Key)
+		rows = append(rows, Row{Case: cs, Controller: controller, Metric: m, SampleComparison: CompareSamples(av, bv, rng, opt)})
+	}
+	return rows
+}
+
+// seriesRand gives each compared series its own PCG stream, so a row's CI
+// does not depend on which other rows were computed before it.
+func seriesRand(seed uint64, key string) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return rand.New(rand.NewPCG(seed, h.Sum64()))
+}
+
+func seriesValues(g *Group, key string) []float64 {
+	if g == nil {
+		return nil
+	}
+	if s := g.Lookup(key); s != nil {
+		return s.Values
+	}
+	return nil
+}
+
+func cases(groups []Group) []Case {
+	var out []Case
+	seen := map[Case]bool{}
+	for _, g := range groups {
+		if !seen[g.Case] {
+			seen[g.Case] = true
+			out = append(out, g.Case)
+		}
+	}
+	return out
+}
+
+func findGroup(groups []Group, cs Case, controller string) *Group {
+	for i := range groups {
+		if groups[i].Case == cs && groups[i].Controller == controller {
+			return &groups[i]
+		}
+	}
+	return nil
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+// Markdown renders the comparison as one table per case (and controller).
+func (c Comparison) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## %s\n\n%s\n", c.Title, c.MethodNote())
+	tables := c.tables()
+	for _, t := range tables {
+		b.WriteString(t.markdown("###"))
+	}
+	if len(tables) == 0 {
+		b.WriteString("No metrics to compare.\n")
+	}
+	return b.String()
+}
+
+// MethodNote explains the columns of the comparison tables in one paragraph.
+func (c Comparison) MethodNote() string {
+	return fmt.Sprintf("Median over repetitions with a %s confidence interval from order statistics; "+
+		"%s/%s is the ratio of medians with a %s percentile-bootstrap interval (%d resamples, seed %d); "+
+		"p is the two-sided Mann-Whitney U test; Δ is `~` when p ≥ %g or no test is possible. Lower is better unless marked ↑.\n",
+		pct(c.Options.Confidence), c.BLabel, c.ALabel, pct(c.Options.Confidence), c.Options.Resamples, c.Options.Seed, c.Options.Alpha)
+}
+
+// tables groups the rows by case (and controller), one table each.
+func (c Comparison) tables() []table {
+	var out []table
+	for start := 0; start < len(c.Rows); {
+		end := start
+		for end < len(c.Rows) && c.Rows[end].Case == c.Rows[start].Case && c.Rows[end].Controller == c.Rows[start].Controller {
+			end++
+		}
+		title := c.Rows[start].Case.String()
+		if ctl := c.Rows[start].Controller; ctl != "" {
+			title += " — " + ctl
+		}
+		out = append(out, c.table(title, c.Rows[start:end]))
+		start = end
+	}
+	return out
+}
+
+func (c Comparison) table(title string, rows []Row) table {
+	t := table{
+		Title: title,
+		Header: []string{"metric", "unit", c.ALabel + " median [CI]", "n", c.BLabel + " median [CI]", "n",
+			c.BLabel + "/" + c.ALabel + " [CI]", "p", "Δ"},
+		Right: []bool{false, false, true, true, true, true, true, true, true},
+	}
+	notes := newFootnotes()
+	for _, r := range rows {
+		label := r.Metric.Label
+		if r.Metric.HigherIsBetter {
+			label += " ↑"
+		}
+		t.Rows = append(t.Rows, []string{
+			label, unitLabel(r.Metric),
+			fmtMedianCI(r.Metric, r.A), fmt.Sprint(r.A.N), fmtMedianCI(r.Metric, r.B), fmt.Sprint(r.B.N),
+			fmtRatioCI(r.SampleComparison), fmtP(r.SampleComparison), r.Verdict() + notes.refs(r.Warnings),
+		})
+	}
+	t.Notes = notes.texts
+	return t
+}
+
+// footnotes numbers distinct warnings within one table.
+type footnotes struct {
+	index map[string]int
+	texts []string
+}
+
+func newFootnotes() *footnotes { return &footnotes{index: map[string]int{}} }
+
+func (f *footnotes) refs(ws []string) string {
+	var parts []string
+	for _, w := range ws {
+		i, ok := f.index[w]
+		if !ok {
+			f.texts = append(f.texts, w)
+			i = len(f.texts)
+			f.index[w] = i
+		}
+		parts = append(parts, fmt.Sprint(i))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ",") + ")"
+}

@@ -1,0 +1,311 @@
+package reports
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// BaselineSchemaVersion identifies the layout of bench/baseline.json.
+const BaselineSchemaVersion = "dsbench.baseline/v1"
+
+// DefaultTolerance is the median ratio a metric may worsen by before a
+// significant change fails the gate.
+const DefaultTolerance = 1.25
+
+// Baseline holds reference samples per (scenario, nodes, controller, metric).
+type Baseline struct {
+	SchemaVersion string    `json:"schemaVersion"`
+	Created       time.Time `json:"created"`
+	GitCommit     string    `json:"gitCommit,omitempty"`
+	// Tolerance is the default allowed worsening of the median, as a ratio (1.25 = 25% worse).
+	Tolerance float64         `json:"tolerance"`
+	Entries   []BaselineEntry `json:"entries"`
+}
+
+// BaselineEntry is the reference for one metric. Samples allow the U test;
+// an entry with only Median can be compared but never tested.
+type BaselineEntry struct {
+	Scenario       string    `json:"scenario"`
+	Nodes          int       `json:"nodes,omitempty"` // 0 matches every node count
+	Controller     string    `json:"controller"`
+	Metric         string    `json:"metric"` // Metric.Key
+	HigherIsBetter bool      `json:"higherIsBetter,omitempty"`
+	Samples        []float64 `json:"samples,omitempty"`
+	Median         *float64  `json:"median,omitempty"`
+	Tolerance      float64   `json:"tolerance,omitempty"` // overrides Baseline.Tolerance
+}
+
+// NewBaseline makes a baseline from the successful runs of our controller in r,
+// keeping every sample so that the gate can test.
+func NewBaseline(r *Report, tolerance float64) *Baseline {
+	b := &Baseline{SchemaVersion: BaselineSchemaVersion, Created: r.GeneratedAt, GitCommit: r.Versions.GitCommit, Tolerance: tolerance}
+	for _, g := range Groups(r) {
+		if g.Controller != ControllerOurs {
+			continue
+		}
+		for _, s := range g.Metrics {
+			b.Entries = append(b.Entries, BaselineEntry{
+				Scenario: g.Case.Scenario, Nodes: g.Case.Nodes, Controller: g.Controller,
+				Metric: s.Metric.Key, HigherIsBetter: s.Metric.HigherIsBetter, Samples: slices.Clone(s.Values),
+			})
+		}
+	}
+	return b
+}
+
+// ReadBaseline reads a baseline JSON file.
+func ReadBaseline(path string) (*Baseline, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading baseline: %w", err)
+	}
+	var b Baseline
+	if err := json.Unmarshal(data, &b); err != nil {
+		return nil, fmt.Errorf("reading baseline %s: decoding JSON: %w", path, err)
+	}
+	if b.SchemaVersion != BaselineSchemaVersion {
+		return nil, fmt.Errorf("reading baseline %s: schemaVersion %q: %w (want %q)", path, b.SchemaVersion, ErrSchemaVersion, BaselineSchemaVersion)
+	}
+	return &b, nil
+}
+
+// WriteBaseline writes b to path atomically.
+func WriteBaseline(path string, b *Baseline) error {
+	out := *b
+	if out.SchemaVersion == "" {
+		out.SchemaVersion = BaselineSchemaVersion
+	}
+	data, err := marshalJSON(&out)
+	if err != nil {
+		return fmt.Errorf("writing baseline %s: %w", path, err)
+	}
+	return writeFileAtomic(path, data)
+}
+
+// GateStatus is the verdict on one baseline entry.
+type GateStatus string
+
+const (
+	GatePass      GateStatus = "pass"      // no significant worsening beyond tolerance
+	GateRegressed GateStatus = "regressed" // p < alpha and the median ratio is beyond tolerance: fails the gate
+	GateImproved  GateStatus = "improved"  // p < alpha and better
+	GateUntested  GateStatus = "untested"  // too few samples, or a median-only baseline: a warning
+	GateMissing   GateStatus = "missing"   // the report has no values for the entry: a warning
+)
+
+// GateCheck is the comparison of one baseline entry with the report.
+type GateCheck struct {
+	Case       Case
+	Controller string
+	Metric     Metric // Metric.HigherIsBetter flips the direction: Worsening = baseline/current
+	Status     GateStatus
+	Tolerance  float64
+	// Worsening is the median ratio oriented so that > 1 is worse
+	// (current/baseline, or its inverse for higher-is-better metrics).
+	Worsening float64
+	SampleComparison
+	Detail string
+}
+
+// GateResult is the outcome of Gate. Pass is false iff Failures is non-empty.
+type GateResult struct {
+	Pass     bool
+	Failures []string
+	Warnings []string
+	Checks   []GateCheck
+}
+
+// Gate checks r against the baseline b (nil: invariants only) with DefaultOptions.
+// It fails when an invariant does not hold for our controller (unexpected
+// violations, over-unavailability, non-convergence, failed runs, missing data),
+// or when a metric is significantly worse (Mann-Whitney p < alpha) and its
+// median worsened beyond the tolerance. Invariant failures of upstream and
+// untestable comparisons are warnings.
+func Gate(r *Report, b *Baseline) GateResult { return GateWith(r, b, DefaultOptions()) }
+
+// GateWith is Gate with explicit options.
+func GateWith(r *Report, b *Baseline, opt Options) GateResult {
+	var res GateResult
+	for _, f := range CheckInvariants(r) {
+		line := fmt.Sprintf("%s %s#%d: %s: %s", f.Controller, Case{f.Scenario, f.Nodes}, f.Repetition, f.Check, f.Detail)
+		if f.Check == CheckNoRuns {
+			line = f.Detail
+		}
+		if f.Severity == SeverityFail && (f.Controller == ControllerOurs || f.Check == CheckNoRuns) {
+			res.Failures = append(res.Failures, line)
+		} else {
+			res.Warnings = append(res.Warnings, line)
+		}
+	}
+	if b != nil {
+		tol := b.Tolerance
+		if tol == 0 {
+			tol = DefaultTolerance
+		}
+		if tol < 1 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("baseline tolerance %g < 1 makes no sense; using %g", tol, DefaultTolerance))
+			tol = DefaultTolerance
+		}
+		groups := Groups(r)
+		for _, e := range b.Entries {
+			res.Checks = append(res.Checks, gateEntry(groups, e, tol, opt)...)
+		}
+		for _, c := range res.Checks {
+			line := fmt.Sprintf("%s %s %s: %s", c.Controller, c.Case, c.Metric.Key, c.Detail)
+			switch c.Status {
+			case GateRegressed:
+				res.Failures = append(res.Failures, line)
+			case GateUntested, GateMissing:
+				res.Warnings = append(res.Warnings, line)
+			}
+		}
+	}
+	res.Pass = len(res.Failures) == 0
+	return res
+}
+
+func gateEntry(groups []Group, e BaselineEntry, tol float64, opt Options) []GateCheck {
+	if e.Tolerance >= 1 {
+		tol = e.Tolerance
+	}
+	controller := cmp.Or(e.Controller, ControllerOurs)
+	var matched []*Group
+	for i := range groups {
+		g := &groups[i]
+		if g.Case.Scenario == e.Scenario && (e.Nodes == 0 || g.Case.Nodes == e.Nodes) && g.Controller == controller {
+			matched = append(matched, g)
+		}
+	}
+	if len(matched) == 0 {
+		return []GateCheck{{
+			Case: Case{e.Scenario, e.Nodes}, Controller: controller, Metric: Metric{Key: e.Metric, Label: e.Metric, HigherIsBetter: e.HigherIsBetter},
+			Status: GateMissing, Tolerance: tol,
+			Worsening: math.NaN(), Detail: "scenario not in this report",
+		}}
+	}
+	var out []GateCheck
+	for _, g := range matched {
+		cur := seriesValues(g, e.Metric)
+		m := Metric{Key: e.Metric, Label: e.Metric}
+		if s := g.Lookup(e.Metric); s != nil {
+			m = s.Metric
+		}
+		m.HigherIsBetter = e.HigherIsBetter
+		c := GateCheck{Case: g.Case, Controller: controller, Metric: m, Tolerance: tol}
+		base := e.Samples
+		if len(base) == 0 && e.Median != nil {
+			base = []float64{*e.Median}
+		}
+		rng := seriesRand(opt.Seed, "gate|"+g.Case.String()+"|"+controller+"|"+e.Metric)
+		c.SampleComparison = CompareSamples(base, cur, rng, opt)
+		c.Worsening = c.Ratio
+		if e.HigherIsBetter {
+			c.Worsening = ratio(1, c.Ratio)
+		}
+		beyond := c.Worsening > tol
+		ratioText := fmt.Sprintf("median %s → %s (×%s, tolerance ×%g)", fmtValue(m, c.A.Median), fmtValue(m, c.B.Median), fmtRatio(c.Ratio), tol)
+		if e.HigherIsBetter {
+			ratioText += ", higher is better"
+		}
+		switch {
+		case len(cur) == 0:
+			c.Status, c.Detail = GateMissing, "no values in this report"
+		case len(base) == 0:
+			c.Status, c.Detail = GateMissing, "baseline entry has neither samples nor a median"
+		case len(e.Samples) == 0:
+			c.Status, c.Detail = GateUntested, ratioText+"; baseline has a median only: no test possible"
+		case !c.Tested:
+			c.Status, c.Detail = GateUntested, ratioText+"; "+strings.Join(c.Warnings, "; ")
+		case c.Significant && beyond:
+			c.Status, c.Detail = GateRegressed, ratioText+fmt.Sprintf(", p=%.3f", c.Test.P)
+		case c.Significant && c.Worsening < 1:
+			c.Status, c.Detail = GateImproved, ratioText+fmt.Sprintf(", p=%.3f", c.Test.P)
+		default:
+			c.Status, c.Detail = GatePass, ratioText+fmt.Sprintf(", p=%.3f", c.Test.P)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Regressions returns up to n checks that got worse (Worsening > 1), the
+// regressed ones first, then by Worsening descending.
+func (g GateResult) Regressions(n int) []GateCheck {
+	var out []GateCheck
+	for _, c := range g.Checks {
+		if c.Worsening > 1 {
+			out = append(out, c)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b GateCheck) int {
+		if ar, br := a.Status == GateRegressed, b.Status == GateRegressed; ar != br {
+			if ar {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(b.Worsening, a.Worsening)
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// Verdict is "PASS" or "FAIL".
+func (g GateResult) Verdict() string {
+	if g.Pass {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// Markdown renders the gate verdict, its failures and warnings, and the top regressions.
+func (g GateResult) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**Gate: %s** (%d failures, %d warnings, %d baseline checks)\n\n", g.Verdict(), len(g.Failures), len(g.Warnings), len(g.Checks))
+	for _, f := range g.Failures {
+		fmt.Fprintf(&b, "- FAIL: %s\n", mdEscape(f))
+	}
+	for _, w := range g.Warnings {
+		fmt.Fprintf(&b, "- warn: %s\n", mdEscape(w))
+	}
+	if len(g.Failures)+len(g.Warnings) > 0 {
+		b.WriteString("\n")
+	}
+	if len(g.Checks) == 0 {
+		return b.String()
+	}
+	if t, ok := g.regressionTable(); ok {
+		b.WriteString("Top regressions against the baseline:\n\n")
+		b.WriteString(t.markdown(""))
+	} else {
+		b.WriteString("No metric is worse than the baseline.\n\n")
+	}
+	return b.String()
+}
+
+func (g GateResult) regressionTable() (table, bool) {
+	regs := g.Regressions(10)
+	t := table{
+		Header: []string{"case", "controller", "metric", "baseline median", "current median", "ratio [CI]", "p", "tolerance", "status"},
+		Right:  []bool{false, false, false, true, true, true, true, true, false},
+	}
+	for _, c := range regs {
+		metric := c.Metric.Key
+		if c.Metric.HigherIsBetter {
+			metric += " ↑"
+		}
+		t.Rows = append(t.Rows, []string{
+			c.Case.String(), c.Controller, metric, fmtValue(c.Metric, c.A.Median), fmtValue(c.Metric, c.B.Median),
+			fmtRatioCI(c.SampleComparison), fmtP(c.SampleComparison), fmt.Sprintf("×%g", c.Tolerance), string(c.Status),
+		})
+	}
+	return t, len(regs) > 0
+}

@@ -1,0 +1,210 @@
+package reports
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var t0 = time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+
+// newRun builds a successful run whose single step converged in seconds.
+func newRun(scenario, controller string, rep int, seconds float64) Run {
+	start := t0.Add(time.Duration(rep) * time.Minute)
+	return Run{
+		Scenario: scenario, Controller: controller, Repetition: rep, Nodes: 100,
+		Start: start, End: start.Add(time.Minute), Outcome: OutcomeOK,
+		Steps:     []Step{{Name: "create", Kind: "create", Start: start, Converged: true, Seconds: seconds}},
+		Resources: Resources{CPUSeconds: seconds / 10},
+		Coverage:  Coverage{PodsExpected: 100, PodsObserved: 100, ObservedFraction: 1},
+	}
+}
+
+// newReport builds a report with one run per value for each controller.
+func newReport(ours, upstream []float64) *Report {
+	r := &Report{SchemaVersion: SchemaVersion, GeneratedAt: t0, Params: Params{Scenarios: []string{"s"}, Nodes: 100}}
+	for i, v := range ours {
+		r.Runs = append(r.Runs, newRun("s", ControllerOurs, i, v))
+	}
+	for i, v := range upstream {
+		r.Runs = append(r.Runs, newRun("s", ControllerUpstream, i, v))
+	}
+	return r
+}
+
+func scaled(xs []float64, f float64) []float64 {
+	out := slices.Clone(xs)
+	for i := range out {
+		out[i] *= f
+	}
+	return out
+}
+
+func TestGate(t *testing.T) {
+	base := []float64{10.0, 10.4, 9.8, 10.1, 10.6, 9.9, 10.2, 10.3}
+	baseline := NewBaseline(newReport(base, nil), 1.25)
+	tests := []struct {
+		name      string
+		report    *Report
+		baseline  *Baseline
+		pass      bool
+		status    GateStatus // of the "converge" check
+		failures  []string   // substrings, one per failure
+		warnsWith string     // substring of some warning
+	}{
+		{name: "equal passes", report: newReport(base, nil), baseline: baseline, pass: true, status: GatePass},
+		{
+			name: "slowed 1.5x fails", report: newReport(scaled(base, 1.5), nil), baseline: baseline, status: GateRegressed,
+			// Medians: (10.1+10.2)/2 = 10.15, x1.5 = 15.225; exact p = 2/C(16,8) = 0.00016.
+			failures: []string{
+				"converge: median 10.15 → 15.22 (×1.500, tolerance ×1.25), p=0.000",
+				"step:create: median 10.15 → 15.22",
+				"cpu: median 1.02 → 1.52",
+			},
+		},
+		{name: "slower within tolerance passes", report: newReport(scaled(base, 1.2), nil), baseline: baseline, pass: true, status: GatePass},
+		{name: "faster is improved", report: newReport(scaled(base, 0.5), nil), baseline: baseline, pass: true, status: GateImproved},
+		{
+			name: "too small n says so", report: newReport(scaled(base[:3], 2), nil), baseline: NewBaseline(newReport(base[:3], nil), 1.25),
+			pass: true, status: GateUntested, warnsWith: "no test possible: need n >= 4 per side (have 3 and 3)",
+		},
+		{
+			name: "median-only baseline is untested", report: newReport(scaled(base, 2), nil),
+			baseline: &Baseline{SchemaVersion: BaselineSchemaVersion, Tolerance: 1.25, Entries: []BaselineEntry{
+				{Scenario: "s", Controller: ControllerOurs, Metric: "converge", Median: ptr(10.0)},
+			}},
+			pass: true, status: GateUntested, warnsWith: "baseline has a median only: no test possible",
+		},
+		{
+			name: "higher-is-better drop fails", report: withExtra(newReport(base, nil), 50), baseline: &Baseline{
+				SchemaVersion: BaselineSchemaVersion, Tolerance: 1.25, Entries: []BaselineEntry{
+					{Scenario: "s", Nodes: 100, Controller: ControllerOurs, Metric: "converge", Samples: base},
+					{Scenario: "s", Nodes: 100, Controller: ControllerOurs, Metric: "extra:throughput", HigherIsBetter: true, Samples: []float64{80, 81, 79, 82, 80, 81}},
+				}},
+			// Current values 50,51,52,50,51,52,50,51: median 51; 51/80.5 = 0.634, worsening 1.58.
+			status: GatePass, failures: []string{"extra:throughput: median 80.50 → 51.00 (×0.634, tolerance ×1.25), higher is better, p=0.002"},
+		},
+		{
+			name: "unexpected violation of ours fails", report: withViolation(newReport(base, base), ControllerOurs, false), baseline: baseline,
+			status: GatePass, failures: []string{"ours s (nodes=100)#0: unexpected-violation: 1 unexpected violation (extra-pod ×1)"},
+		},
+		{
+			name: "expected violation passes", report: withViolation(newReport(base, base), ControllerOurs, true), baseline: baseline,
+			pass: true, status: GatePass,
+		},
+		{
+			name: "unexpected violation of upstream warns", report: withViolation(newReport(base, base), ControllerUpstream, false), baseline: baseline,
+			pass: true, status: GatePass, warnsWith: "upstream s (nodes=100)#0: unexpected-violation",
+		},
+		{
+			name: "missing data fails", report: withGap(newReport(base, nil)), baseline: baseline,
+			status: GatePass, failures: []string{"watch-gap: 1 watch gap (pods 4.00s)"},
+		},
+		{name: "no baseline checks invariants only", report: newReport(base, nil), pass: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := Gate(tc.report, tc.baseline)
+			if g.Pass != tc.pass {
+				t.Errorf("Pass = %v, want %v\n%s", g.Pass, tc.pass, g.Markdown())
+			}
+			if len(g.Failures) != len(tc.failures) {
+				t.Errorf("got %d failures, want %d:\n%s", len(g.Failures), len(tc.failures), strings.Join(g.Failures, "\n"))
+			}
+			for i, want := range tc.failures {
+				if i < len(g.Failures) && !strings.Contains(g.Failures[i], want) {
+					t.Errorf("failure %d = %q, want it to contain %q", i, g.Failures[i], want)
+				}
+			}
+			if tc.warnsWith != "" && !slices.ContainsFunc(g.Warnings, func(w string) bool { return strings.Contains(w, tc.warnsWith) }) {
+				t.Errorf("no warning contains %q:\n%s", tc.warnsWith, strings.Join(g.Warnings, "\n"))
+			}
+			if tc.status != "" {
+				var got GateStatus
+				for _, c := range g.Checks {
+					if c.Metric.Key == MetricConverge.Key {
+						got = c.Status
+					}
+				}
+				if got != tc.status {
+					t.Errorf("converge status = %q, want %q\n%s", got, tc.status, g.Markdown())
+				}
+			}
+		})
+	}
+}
+
+func TestGateMissingScenario(t *testing.T) {
+	b := &Baseline{SchemaVersion: BaselineSchemaVersion, Entries: []BaselineEntry{{Scenario: "gone", Controller: ControllerOurs, Metric: "converge", Samples: []float64{1, 2, 3, 4}}}}
+	g := Gate(newReport([]float64{1, 2, 3, 4}, nil), b)
+	if !g.Pass || len(g.Checks) != 1 || g.Checks[0].Status != GateMissing {
+		t.Errorf("got pass=%v checks=%+v, want a passing gate with one missing check", g.Pass, g.Checks)
+	}
+	if g.Checks[0].Case.String() != "gone (nodes=any)" {
+		t.Errorf("case = %q", g.Checks[0].Case)
+	}
+}
+
+func TestBaselineRoundTrip(t *testing.T) {
+	r, _ := readTestdata(t)
+	b := NewBaseline(r, 1.3)
+	path := filepath.Join(t.TempDir(), "baseline.json")
+	if err := WriteBaseline(path, b); err != nil {
+		t.Fatalf("WriteBaseline: %v", err)
+	}
+	got, err := ReadBaseline(path)
+	if err != nil {
+		t.Fatalf("ReadBaseline: %v", err)
+	}
+	if diff := cmp.Diff(b, got); diff != "" {
+		t.Errorf("baseline round trip (-want +got):\n%s", diff)
+	}
+	for _, e := range b.Entries {
+		if e.Controller != ControllerOurs {
+			t.Errorf("baseline entry for %q; NewBaseline keeps ours only", e.Controller)
+		}
+	}
+	// A report gated against its own baseline passes every metric check.
+	g := Gate(r, b)
+	for _, c := range g.Checks {
+		if c.Status == GateRegressed || c.Status == GateImproved {
+			t.Errorf("self-comparison of %s %s: status %s", c.Case, c.Metric.Key, c.Status)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := WriteBaseline(bad, &Baseline{SchemaVersion: "dsbench.baseline/v0"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadBaseline(bad); !errors.Is(err, ErrSchemaVersion) {
+		t.Errorf("ReadBaseline(v0) error = %v, want ErrSchemaVersion", err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func withExtra(r *Report, v float64) *Report {
+	for i := range r.Runs {
+		r.Runs[i].Extra = []ExtraMetric{{Name: "throughput", Unit: "pods/s", Value: v + float64(i%3), HigherIsBetter: true}}
+	}
+	return r
+}
+
+func withViolation(r *Report, controller string, expected bool) *Report {
+	for i := range r.Runs {
+		run := &r.Runs[i]
+		if run.Controller == controller && run.Repetition == 0 {
+			run.Violations = append(run.Violations, Violation{DaemonSet: "ns/ds", Node: "n1", Kind: "extra-pod", Start: run.Start.Add(2 * time.Second), Seconds: 1, Expected: expected})
+		}
+	}
+	return r
+}
+
+func withGap(r *Report) *Report {
+	r.Runs[0].Coverage.WatchGaps = []WatchGap{{Resource: "pods", Start: r.Runs[0].Start, Seconds: 4, Reason: "watch expired"}}
+	return r
+}

@@ -1,0 +1,146 @@
+package reports
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Severity of a Finding.
+type Severity string
+
+const (
+	// SeverityFail: the invariant does not hold, or data is missing so it cannot be checked.
+	SeverityFail Severity = "fail"
+	// SeverityWarn: the results are usable but suspect.
+	SeverityWarn Severity = "warn"
+)
+
+// Checks reported in Finding.Check.
+const (
+	CheckNoRuns              = "no-runs"
+	CheckRunFailed           = "run-failed"
+	CheckNotConverged        = "not-converged"
+	CheckRolloutIncomplete   = "rollout-incomplete"
+	CheckUnexpectedViolation = "unexpected-violation"
+	CheckOverUnavailable     = "over-unavailable"
+	CheckIncompleteCoverage  = "incomplete-coverage"
+	CheckWatchGap            = "watch-gap"
+	CheckNodeFlaps           = "node-flaps"
+)
+
+// Finding is one invariant that did not hold in one run.
+type Finding struct {
+	Severity   Severity
+	Check      string
+	Scenario   string
+	Nodes      int
+	Controller string
+	Repetition int
+	Detail     string
+}
+
+// CheckInvariants lists every invariant that does not hold, in group order
+// (see Groups) then repetition. Missing data (failed runs, unobserved pods,
+// watch gaps) is a failure because nothing can be claimed about it.
+func CheckInvariants(r *Report) []Finding {
+	if len(r.Runs) == 0 {
+		return []Finding{{Severity: SeverityFail, Check: CheckNoRuns, Detail: "the report has no runs"}}
+	}
+	var out []Finding
+	for _, g := range Groups(r) {
+		for _, run := range g.Runs {
+			out = append(out, checkRun(run)...)
+		}
+	}
+	return out
+}
+
+func checkRun(run *Run) []Finding {
+	var out []Finding
+	add := func(sev Severity, check, format string, args ...any) {
+		out = append(out, Finding{
+			Severity: sev, Check: check, Scenario: run.Scenario, Nodes: run.Nodes,
+			Controller: run.Controller, Repetition: run.Repetition, Detail: fmt.Sprintf(format, args...),
+		})
+	}
+	if !run.OK() {
+		add(SeverityFail, CheckRunFailed, "run failed: %s", run.Error)
+		return out
+	}
+	for i, s := range run.Steps {
+		if !s.Converged {
+			add(SeverityFail, CheckNotConverged, "step %q (%s) did not converge within %ss", stepKey(run.Steps, i), s.Kind, fmtDecimal(s.Seconds))
+		}
+	}
+	for _, ro := range run.Rollouts {
+		if !ro.Complete {
+			add(SeverityFail, CheckRolloutIncomplete, "rollout of %s in step %q did not complete", ro.DaemonSet, ro.Step)
+		}
+	}
+	if n := unexpectedViolations(run); n > 0 {
+		kinds := map[string]int{}
+		var first *Violation
+		for i := range run.Violations {
+			v := &run.Violations[i]
+			if v.Expected {
+				continue
+			}
+			kinds[v.Kind]++
+			if first == nil || v.Start.Before(first.Start) {
+				first = v
+			}
+		}
+		var parts []string
+		for _, k := range sortedKeys(kinds) {
+			parts = append(parts, fmt.Sprintf("%s ×%d", k, kinds[k]))
+		}
+		add(SeverityFail, CheckUnexpectedViolation, "%d unexpected %s (%s); first: %s on node %q at +%ss for %ss",
+			n, plural(n, "violation", "violations"), strings.Join(parts, ", "), first.Kind, first.Node, fmtDecimal(first.Start.Sub(run.Start).Seconds()), fmtDecimal(first.Seconds))
+	}
+	for _, a := range run.Availability {
+		if a.PeakUnavailable > a.AllowedUnavailable {
+			add(SeverityFail, CheckOverUnavailable, "%s step %q: peak unavailable %d > allowed %d", a.DaemonSet, a.Step, a.PeakUnavailable, a.AllowedUnavailable)
+		}
+	}
+	if c := run.Coverage; c.ObservedFraction < 1 {
+		add(SeverityFail, CheckIncompleteCoverage, "observed %s of pods (%d of %d)", fmtPercent(c.ObservedFraction), c.PodsObserved, c.PodsExpected)
+	}
+	if gaps := run.Coverage.WatchGaps; len(gaps) > 0 {
+		var parts []string
+		for _, g := range gaps {
+			parts = append(parts, fmt.Sprintf("%s %ss", g.Resource, fmtDecimal(g.Seconds)))
+		}
+		add(SeverityFail, CheckWatchGap, "%d watch %s (%s): events may be missing", len(gaps), plural(len(gaps), "gap", "gaps"), strings.Join(parts, ", "))
+	}
+	if f := run.Coverage.NodeReadyFlaps; f > 0 {
+		add(SeverityWarn, CheckNodeFlaps, "%d node readiness %s: the simulator was unstable, latencies may be inflated", f, plural(f, "flap", "flaps"))
+	}
+	return out
+}
+
+// Holds reports whether no failing finding concerns controller c.
+func Holds(findings []Finding, controller string) bool {
+	for _, f := range findings {
+		if f.Severity == SeverityFail && (f.Controller == controller || f.Check == CheckNoRuns) {
+			return false
+		}
+	}
+	return true
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,213 @@
+package reports
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRunMetrics(t *testing.T) {
+	start := t0
+	full := Run{
+		Scenario: "s", Controller: ControllerOurs, Nodes: 3, Start: start, Outcome: OutcomeOK,
+		Steps: []Step{
+			{Name: "create", Converged: true, Seconds: 2},
+			{Name: "update", Converged: true, Seconds: 5},
+			{Name: "update", Converged: true, Seconds: 1},
+		},
+		Rollouts:     []Rollout{{Step: "update", Complete: true, Seconds: 4.5, Nodes: []NodeLatency{{"a", 1}, {"b", 3}, {"c", 4.5}}}},
+		NodeJoins:    []NodeLatency{{"a", 0.5}, {"b", 0.7}, {"c", 2}},
+		Violations:   []Violation{{Kind: "missing-pod", Expected: true}, {Kind: "extra-pod"}},
+		Availability: []Availability{{PeakUnavailable: 1, AllowedUnavailable: 1}, {PeakUnavailable: 2, AllowedUnavailable: 1}},
+		APIRequests:  map[string]int64{"list": 2, "create": 3},
+		Resources:    Resources{CPUSeconds: 0.5, PeakRSSBytes: 1 << 20},
+		Extra:        []ExtraMetric{{Name: "kwok rate", Unit: "pods/s", Value: 10, HigherIsBetter: true}},
+	}
+	notConverged := full
+	notConverged.Steps = []Step{{Name: "create", Converged: false, Seconds: 300}}
+	notConverged.Rollouts = []Rollout{{Complete: false, Seconds: 300}}
+	notConverged.NodeJoins, notConverged.Violations, notConverged.Availability, notConverged.APIRequests, notConverged.Extra = nil, nil, nil, nil, nil
+	notConverged.Resources = Resources{}
+	failed := full
+	failed.Outcome, failed.Error = OutcomeFailed, "boom"
+
+	tests := []struct {
+		name string
+		run  Run
+		want map[string]float64
+	}{
+		{name: "full", run: full, want: map[string]float64{
+			"converge": 8, "step:create": 2, "step:update": 5, "step:update#2": 1,
+			"rollout": 4.5, "node-rollout-p99": 4.5, "node-join-p99": 2, "violations": 1, "peak-unavailable": 2,
+			"requests": 5, "requests:create": 3, "requests:list": 2, "cpu": 0.5, "rss": 1 << 20, "extra:kwok rate": 10,
+		}},
+		{name: "not converged", run: notConverged, want: map[string]float64{"violations": 0}},
+		{name: "failed", run: failed, want: map[string]float64{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string]float64{}
+			for _, mv := range RunMetrics(&tc.run) {
+				got[mv.Metric.Key] = mv.Value
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("RunMetrics (-want +got):\n%s", diff)
+			}
+		})
+	}
+	var units []string
+	for _, mv := range RunMetrics(&full) {
+		if mv.Metric.BenchUnit != "" {
+			units = append(units, mv.Metric.BenchUnit)
+		}
+	}
+	want := []string{"s/converge", "s/rollout", "s/node-rollout-p99", "s/node-join-p99", "violations", "requests", "cpu-s", "peak-RSS-B", "kwok_rate-pods/s"}
+	if diff := cmp.Diff(want, units); diff != "" {
+		t.Errorf("bench units in order (-want +got):\n%s", diff)
+	}
+}
+
+func TestGroupsOrder(t *testing.T) {
+	r := &Report{Params: Params{Scenarios: []string{"b", "a"}}}
+	add := func(s string, nodes int, c string, rep int) {
+		run := newRun(s, c, rep, 1)
+		run.Nodes = nodes
+		r.Runs = append(r.Runs, run)
+	}
+	add("a", 10, ControllerOurs, 1)
+	add("a", 10, ControllerOurs, 0)
+	add("a", 10, ControllerUpstream, 0)
+	add("b", 100, ControllerOurs, 0)
+	add("b", 10, ControllerOurs, 0)
+	add("c", 10, ControllerUpstream, 0)
+	var got []string
+	for _, g := range Groups(r) {
+		var reps []string
+		for _, run := range g.Runs {
+			reps = append(reps, strconv.Itoa(run.Repetition))
+		}
+		got = append(got, g.Case.String()+" "+g.Controller+" "+strings.Join(reps, ","))
+	}
+	want := []string{
+		"b (nodes=10) ours 0", "b (nodes=100) ours 0",
+		"a (nodes=10) upstream 0", "a (nodes=10) ours 0,1",
+		"c (nodes=10) upstream 0",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Groups order (-want +got):\n%s", diff)
+	}
+}
+
+func TestCheckRun(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Run)
+		want   []string // "severity check: detail"
+	}{
+		{name: "clean", mutate: func(*Run) {}},
+		{name: "failed", mutate: func(r *Run) { r.Outcome, r.Error = OutcomeFailed, "kwok died" },
+			want: []string{"fail run-failed: run failed: kwok died"}},
+		{name: "not converged", mutate: func(r *Run) { r.Steps[0].Converged, r.Steps[0].Seconds = false, 300 },
+			want: []string{`fail not-converged: step "create" (create) did not converge within 300.0s`}},
+		{name: "violations", mutate: func(r *Run) {
+			r.Violations = []Violation{
+				{Kind: "missing-pod", Node: "n2", Start: r.Start.Add(5 * time.Second), Seconds: 2},
+				{Kind: "extra-pod", Node: "n1", Start: r.Start.Add(3 * time.Second), Seconds: 1.5},
+				{Kind: "missing-pod", Node: "n3", Start: r.Start.Add(4 * time.Second), Seconds: 1, Expected: true},
+			}
+		}, want: []string{`fail unexpected-violation: 2 unexpected violations (extra-pod ×1, missing-pod ×1); first: extra-pod on node "n1" at +3.00s for 1.50s`}},
+		{name: "over unavailable", mutate: func(r *Run) {
+			r.Availability = []Availability{{DaemonSet: "ns/ds", Step: "update", PeakUnavailable: 3, AllowedUnavailable: 2}}
+		}, want: []string{`fail over-unavailable: ns/ds step "update": peak unavailable 3 > allowed 2`}},
+		{name: "coverage", mutate: func(r *Run) {
+			r.Coverage = Coverage{PodsExpected: 200, PodsObserved: 199, ObservedFraction: 0.995, NodeReadyFlaps: 3,
+				WatchGaps: []WatchGap{{Resource: "pods", Seconds: 1.25}, {Resource: "nodes", Seconds: 0.5}}}
+		}, want: []string{
+			"fail incomplete-coverage: observed 99.5% of pods (199 of 200)",
+			"fail watch-gap: 2 watch gaps (pods 1.25s, nodes 0.500s): events may be missing",
+			"warn node-flaps: 3 node readiness flaps: the simulator was unstable, latencies may be inflated",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			run := newRun("s", ControllerOurs, 0, 1)
+			tc.mutate(&run)
+			var got []string
+			for _, f := range checkRun(&run) {
+				got = append(got, string(f.Severity)+" "+f.Check+": "+f.Detail)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("checkRun (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if f := CheckInvariants(&Report{}); len(f) != 1 || f[0].Check != CheckNoRuns {
+		t.Errorf("CheckInvariants(empty) = %+v, want one no-runs finding", f)
+	}
+}
+
+// benchLine is the Go benchmark result line syntax (golang.org/design/14313):
+// "Benchmark" + a name without spaces whose first rune is not lower case, an
+// integer iteration count, then pairs of a number and a unit without spaces.
+var benchLine = regexp.MustCompile(`^Benchmark[^\sa-z]\S*\s+\d+(\s+\S+\s+\S+)+$`)
+
+// configLine is a configuration line: a key starting with a lower-case letter,
+// without spaces or upper case, a colon, and a value after spaces.
+var configLine = regexp.MustCompile(`^[a-z][^\sA-Z:]*:\s+\S.*$`)
+
+func TestBenchTextFormat(t *testing.T) {
+	r, _ := readTestdata(t)
+	r.Runs[0].Scenario = "odd name/with=chars" // must be sanitized into one name part
+	lines := strings.Split(strings.TrimSuffix(BenchText(r), "\n"), "\n")
+	results := 0
+	for i, line := range lines {
+		switch {
+		case strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "Benchmark"):
+			results++
+			if !benchLine.MatchString(line) {
+				t.Errorf("line %d is not a valid result line: %q", i+1, line)
+				continue
+			}
+			f := strings.Fields(line)
+			parts := strings.Split(f[0], "/")
+			if len(parts) != 4 || !strings.HasPrefix(parts[2], "controller=") || !strings.HasPrefix(parts[3], "nodes=") {
+				t.Errorf("line %d: name %q is not BenchmarkScenario/<name>/controller=<c>/nodes=<n>", i+1, f[0])
+			}
+			for j := 2; j < len(f); j += 2 {
+				if _, err := strconv.ParseFloat(f[j], 64); err != nil {
+					t.Errorf("line %d: value %q: %v", i+1, f[j], err)
+				}
+			}
+		default:
+			if !configLine.MatchString(line) {
+				t.Errorf("line %d is neither a comment, a result nor a configuration line: %q", i+1, line)
+			}
+		}
+	}
+	// 12 rolling-update runs + 5 successful node-churn runs.
+	if results != 17 {
+		t.Errorf("got %d result lines, want 17", results)
+	}
+	if !strings.Contains(BenchText(r), "BenchmarkScenario/odd_name_with_chars/controller=ours/nodes=5 1 ") {
+		t.Errorf("scenario name was not sanitized:\n%s", BenchText(r))
+	}
+}
+
+func TestSummaryFitsOneScreen(t *testing.T) {
+	r, _ := readTestdata(t)
+	s := Summary(r)
+	lines := strings.Split(s, "\n")
+	if len(lines) > 40 {
+		t.Errorf("Summary has %d lines, want at most 40", len(lines))
+	}
+	for _, l := range lines {
+		if n := len([]rune(l)); n > 160 {
+			t.Errorf("Summary line of %d runes: %q", n, l)
+		}
+	}
+}

@@ -1,0 +1,312 @@
+package reports
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Render writes every output for r into dir (created if needed): report.json,
+// report.md, report.html and bench.txt, each atomically. baseline may be nil;
+// when given, report.md and report.html include the gate verdict and the top
+// regressions against it.
+func Render(dir string, r *Report, baseline *Baseline) error {
+	if err := Write(dir, r); err != nil {
+		return fmt.Errorf("rendering report: %w", err)
+	}
+	a := analyze(r, baseline, DefaultOptions())
+	html, err := a.html()
+	if err != nil {
+		return fmt.Errorf("rendering report: %w", err)
+	}
+	outputs := []struct {
+		name string
+		data []byte
+	}{
+		{MarkdownFile, []byte(a.markdown())},
+		{BenchFile, []byte(BenchText(r))},
+		{HTMLFile, html},
+	}
+	for _, o := range outputs {
+		if err := writeFileAtomic(filepath.Join(dir, o.name), o.data); err != nil {
+			return fmt.Errorf("rendering report: %w", err)
+		}
+	}
+	return nil
+}
+
+// analysis is everything derived from a report for rendering.
+type analysis struct {
+	r          *Report
+	groups     []Group
+	findings   []Finding
+	comparison Comparison
+	gate       *GateResult
+}
+
+func analyze(r *Report, b *Baseline, opt Options) *analysis {
+	a := &analysis{r: r, groups: Groups(r), findings: CheckInvariants(r), comparison: CompareControllers(r, opt)}
+	if b != nil {
+		g := GateWith(r, b, opt)
+		a.gate = &g
+	}
+	return a
+}
+
+func (a *analysis) holds(controller string) bool { return Holds(a.findings, controller) }
+
+func (a *analysis) controllers() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, g := range a.groups {
+		if !seen[g.Controller] {
+			seen[g.Controller] = true
+			out = append(out, g.Controller)
+		}
+	}
+	return out
+}
+
+// holdsLine answers "does every invariant hold?" per controller.
+func (a *analysis) holdsLine() string {
+	var parts []string
+	for _, c := range a.controllers() {
+		n := 0
+		for _, f := range a.findings {
+			if f.Controller == c && f.Severity == SeverityFail {
+				n++
+			}
+		}
+		s := c + ": " + yesNo(a.holds(c))
+		if n > 0 {
+			s += fmt.Sprintf(" (%d failing)", n)
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "no (the report has no runs)"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (a *analysis) paramsTable() table {
+	r := a.r
+	t := table{Header: []string{"parameter", "value"}}
+	add := func(k, v string) { t.Rows = append(t.Rows, []string{k, v}) }
+	add("schema", r.SchemaVersion)
+	add("generated", r.GeneratedAt.UTC().Format(time.RFC3339))
+	add("scenarios", strings.Join(r.Params.Scenarios, ", "))
+	add("nodes", fmt.Sprint(r.Params.Nodes))
+	add("repetitions", fmt.Sprintf("%d (interleaved: %s)", r.Params.Repetitions, yesNo(r.Params.Interleaved)))
+	add("seed", fmt.Sprint(r.Params.Seed))
+	if r.Params.StepTimeoutSeconds > 0 {
+		add("step timeout", fmtNum(r.Params.StepTimeoutSeconds)+" s")
+	}
+	for _, c := range r.Params.Controllers {
+		v := fmt.Sprintf("qps %g, burst %d, workers %d", c.QPS, c.Burst, c.Workers)
+		if c.BurstReplicas > 0 {
+			v += fmt.Sprintf(", burstReplicas %d", c.BurstReplicas)
+		}
+		if c.Binary != "" {
+			v += ", binary " + c.Binary
+		}
+		if len(c.Args) > 0 {
+			v += ", args " + strings.Join(c.Args, " ")
+		}
+		add("controller "+c.Name, v)
+	}
+	add("harness client", fmt.Sprintf("qps %g, burst %d", r.Params.Harness.QPS, r.Params.Harness.Burst))
+	v := r.Versions
+	commit := v.GitCommit
+	if v.GitDirty {
+		commit += " (dirty)"
+	}
+	add("versions", fmt.Sprintf("go %s, kubernetes %s, kwok %s, commit %s", v.Go, v.Kubernetes, v.Kwok, commit))
+	m := r.Machine
+	machine := fmt.Sprintf("%d cores", m.Cores)
+	if m.CPUModel != "" {
+		machine += " (" + m.CPUModel + ")"
+	}
+	machine += fmt.Sprintf(", %s memory, %s/%s", fmtBytes(float64(m.MemoryBytes)), m.OS, m.Arch)
+	if m.Kernel != "" {
+		machine += ", kernel " + m.Kernel
+	}
+	add("machine", machine)
+	return t
+}
+
+func (a *analysis) invariantsTable() table {
+	t := table{
+		Header: []string{"case", "controller", "runs ok", "failed", "unexpected violations", "expected violations",
+			"worst peak unavailable / allowed", "pods observed (min)", "watch gaps", "node flaps", "invariants hold"},
+		Right: []bool{false, false, true, true, true, true, true, true, true, true, false},
+	}
+	for _, g := range a.groups {
+		var ok, unexpected, expected, gaps, flaps int
+		minObserved := 1.0
+		avail := "—"
+		worst := 0
+		haveAvail := false
+		for _, run := range g.Runs {
+			if !run.OK() {
+				continue
+			}
+			ok++
+			for _, v := range run.Violations {
+				if v.Expected {
+					expected++
+				} else {
+					unexpected++
+				}
+			}
+			for _, av := range run.Availability {
+				if d := av.PeakUnavailable - av.AllowedUnavailable; !haveAvail || d > worst {
+					haveAvail, worst = true, d
+					avail = fmt.Sprintf("%d / %d", av.PeakUnavailable, av.AllowedUnavailable)
+				}
+			}
+			minObserved = min(minObserved, run.Coverage.ObservedFraction)
+			gaps += len(run.Coverage.WatchGaps)
+			flaps += run.Coverage.NodeReadyFlaps
+		}
+		holds := "yes"
+		for _, f := range a.findings {
+			if f.Severity == SeverityFail && f.Controller == g.Controller && (Case{f.Scenario, f.Nodes}) == g.Case {
+				holds = "NO"
+				break
+			}
+		}
+		observed := "—"
+		if ok > 0 {
+			observed = fmtPercent(minObserved)
+		}
+		t.Rows = append(t.Rows, []string{
+			g.Case.String(), g.Controller, fmt.Sprint(ok), fmt.Sprint(g.Failed()), fmt.Sprint(unexpected), fmt.Sprint(expected),
+			avail, observed, fmt.Sprint(gaps), fmt.Sprint(flaps), holds,
+		})
+	}
+	return t
+}
+
+func (a *analysis) findingsTable() (table, bool) {
+	t := table{Title: "Findings", Header: []string{"severity", "controller", "case", "rep", "check", "detail"}, Right: []bool{false, false, false, true}}
+	for _, f := range a.findings {
+		cs, rep := Case{f.Scenario, f.Nodes}.String(), fmt.Sprint(f.Repetition)
+		if f.Check == CheckNoRuns {
+			cs, rep = "—", "—"
+		}
+		t.Rows = append(t.Rows, []string{string(f.Severity), f.Controller, cs, rep, f.Check, f.Detail})
+	}
+	return t, len(t.Rows) > 0
+}
+
+func (a *analysis) nodeLatencyTable() (table, bool) {
+	t := table{
+		Header: []string{"case", "latency", "controller", "n", "median", "p90", "p99", "max"},
+		Right:  []bool{false, false, false, true, true, true, true, true},
+	}
+	for _, cs := range cases(a.groups) {
+		for _, measure := range []string{"node join", "per-node rollout"} {
+			for _, g := range a.groups {
+				if g.Case != cs {
+					continue
+				}
+				xs := g.NodeJoins
+				if measure == "per-node rollout" {
+					xs = g.NodeRollouts
+				}
+				if len(xs) == 0 {
+					continue
+				}
+				d := Distribute(xs)
+				t.Rows = append(t.Rows, []string{cs.String(), measure, g.Controller, fmt.Sprint(d.N),
+					fmtDecimal(d.Median), fmtDecimal(d.P90), fmtDecimal(d.P99), fmtDecimal(d.Max)})
+			}
+		}
+	}
+	return t, len(t.Rows) > 0
+}
+
+const nodeLatencyNote = "Seconds; every node of every successful repetition pooled; percentiles by nearest rank.\n"
+
+func (a *analysis) markdown() string {
+	var b strings.Builder
+	b.WriteString("# dsbench report\n\n")
+	b.WriteString(a.paramsTable().markdown(""))
+	b.WriteString("## Invariants\n\n")
+	fmt.Fprintf(&b, "**Does every invariant hold?** %s\n\n", a.holdsLine())
+	b.WriteString(a.invariantsTable().markdown(""))
+	if t, ok := a.findingsTable(); ok {
+		b.WriteString(t.markdown("###"))
+	}
+	if a.gate != nil {
+		b.WriteString("## Against the baseline\n\n")
+		b.WriteString(a.gate.Markdown())
+	}
+	b.WriteString(a.comparison.Markdown())
+	if t, ok := a.nodeLatencyTable(); ok {
+		b.WriteString("## Per-node latencies\n\n")
+		b.WriteString(nodeLatencyNote + "\n")
+		b.WriteString(t.markdown(""))
+	}
+	return b.String()
+}
+
+// summaryMetrics are the metrics Summary shows per case.
+var summaryMetrics = []Metric{MetricConverge, MetricRollout, MetricNodeRolloutP99, MetricNodeJoinP99, MetricViolations, MetricRequests, MetricCPU, MetricRSS}
+
+// Summary is a one-screen terminal summary: invariants, then per case the
+// medians of the main metrics for upstream and ours, their ratio and the U test.
+func Summary(r *Report) string {
+	var b strings.Builder
+	commit := shortCommit(r.Versions.GitCommit)
+	if r.Versions.GitDirty {
+		commit += " (dirty)"
+	}
+	fmt.Fprintf(&b, "dsbench %s  %s  commit %s  nodes=%d reps=%d  %d cores\n",
+		r.SchemaVersion, r.GeneratedAt.UTC().Format(time.RFC3339), commit, r.Params.Nodes, r.Params.Repetitions, r.Machine.Cores)
+	findings := CheckInvariants(r)
+	a := &analysis{r: r, groups: Groups(r), findings: findings}
+	fmt.Fprintf(&b, "invariants hold: %s\n", a.holdsLine())
+	shown := 0
+	for _, f := range findings {
+		if f.Severity != SeverityFail {
+			continue
+		}
+		if shown == 5 {
+			b.WriteString("  ... more in report.md\n")
+			break
+		}
+		fmt.Fprintf(&b, "  FAIL %s %s#%d %s: %s\n", f.Controller, Case{f.Scenario, f.Nodes}, f.Repetition, f.Check, f.Detail)
+		shown++
+	}
+	alpha := DefaultAlpha
+	for _, cs := range cases(a.groups) {
+		up, ours := findGroup(a.groups, cs, ControllerUpstream), findGroup(a.groups, cs, ControllerOurs)
+		fmt.Fprintf(&b, "\n%s\n", cs)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "\tupstream\tours\tours/upstream\tp\tΔ\t\n")
+		for _, m := range summaryMetrics {
+			av, bv := seriesValues(up, m.Key), seriesValues(ours, m.Key)
+			if len(av) == 0 && len(bv) == 0 {
+				continue
+			}
+			c := SampleComparison{A: Stats{N: len(av), Median: Median(av)}, B: Stats{N: len(bv), Median: Median(bv)}}
+			c.Ratio = ratio(c.B.Median, c.A.Median)
+			if need := MinTestSamples(alpha); len(av) >= need && len(bv) >= need {
+				if t, err := MannWhitney(av, bv); err == nil {
+					c.Tested, c.Test, c.Significant = true, t, t.P < alpha
+				}
+			}
+			label := m.Label
+			if m.Unit != "" {
+				label += " (" + unitLabel(m) + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", label, fmtValue(m, c.A.Median), fmtValue(m, c.B.Median), fmtRatio(c.Ratio), fmtP(c), c.Verdict())
+		}
+		tw.Flush()
+	}
+	return b.String()
+}

@@ -1,0 +1,311 @@
+package reports
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// SchemaVersion identifies the layout of report.json. Bump it (v2) on any change
+// that an old reader would misread; adding optional fields keeps v1.
+const SchemaVersion = "dsbench.report/v1"
+
+// Controller names used in Run.Controller and Params.Controllers.
+const (
+	ControllerOurs     = "ours"
+	ControllerUpstream = "upstream"
+)
+
+// Run outcomes.
+const (
+	OutcomeOK     = "ok"
+	OutcomeFailed = "failed"
+)
+
+// ErrSchemaVersion is returned by Read and ReadBaseline for a file written
+// with another schema version; callers may branch on it to explain the mismatch.
+var ErrSchemaVersion = errors.New("unsupported schema version")
+
+// Report is the content of report.json: everything measured in one invocation
+// of the runner. Every other output (report.md, report.html, bench.txt) is
+// rendered from it alone. Field meanings are documented in README.md.
+type Report struct {
+	SchemaVersion string    `json:"schemaVersion"`
+	GeneratedAt   time.Time `json:"generatedAt"`
+	Params        Params    `json:"params"`
+	Versions      Versions  `json:"versions"`
+	Machine       Machine   `json:"machine"`
+	Runs          []Run     `json:"runs"`
+}
+
+// Params are the run parameters the runner was invoked with.
+type Params struct {
+	Scenarios   []string `json:"scenarios"`
+	Nodes       int      `json:"nodes"`
+	Repetitions int      `json:"repetitions"`
+	Seed        int64    `json:"seed"`
+	// Interleaved is true when repetitions of the controllers alternate
+	// (ours, upstream, ours, ...) so that drift hits both sides alike.
+	Interleaved        bool               `json:"interleaved"`
+	StepTimeoutSeconds float64            `json:"stepTimeoutSeconds,omitempty"`
+	Controllers        []ControllerParams `json:"controllers"`
+	// Harness are the client settings of the harness's own watches and writes.
+	Harness ClientParams `json:"harness"`
+}
+
+// ControllerParams are the settings one controller under test ran with.
+type ControllerParams struct {
+	Name    string  `json:"name"` // ControllerOurs or ControllerUpstream
+	Binary  string  `json:"binary,omitempty"`
+	QPS     float64 `json:"qps"`
+	Burst   int     `json:"burst"`
+	Workers int     `json:"workers"` // concurrent DaemonSet syncs
+	// BurstReplicas caps pod creations per sync (upstream's burstReplicas).
+	BurstReplicas int      `json:"burstReplicas,omitempty"`
+	Args          []string `json:"args,omitempty"`
+}
+
+// ClientParams are client-side rate limits.
+type ClientParams struct {
+	QPS   float64 `json:"qps"`
+	Burst int     `json:"burst"`
+}
+
+// Versions identify what was measured.
+type Versions struct {
+	Go         string `json:"go"`
+	Kubernetes string `json:"kubernetes"`
+	Kwok       string `json:"kwok"`
+	GitCommit  string `json:"gitCommit"`
+	GitDirty   bool   `json:"gitDirty"`
+}
+
+// Machine describes the host the runs executed on.
+type Machine struct {
+	Cores       int    `json:"cores"`
+	CPUModel    string `json:"cpuModel,omitempty"`
+	MemoryBytes int64  `json:"memoryBytes"`
+	OS          string `json:"os"`
+	Arch        string `json:"arch"`
+	Kernel      string `json:"kernel,omitempty"`
+}
+
+// Run is one repetition of one scenario against one controller.
+type Run struct {
+	Scenario   string    `json:"scenario"`
+	Controller string    `json:"controller"`
+	Repetition int       `json:"repetition"` // 0-based
+	Nodes      int       `json:"nodes"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	Outcome    string    `json:"outcome"`
+	Error      string    `json:"error,omitempty"`
+
+	Steps        []Step         `json:"steps"`
+	Rollouts     []Rollout      `json:"rollouts,omitempty"`
+	NodeJoins    []NodeLatency  `json:"nodeJoins,omitempty"`
+	Violations   []Violation    `json:"violations,omitempty"`
+	Availability []Availability `json:"availability,omitempty"`
+	// APIRequests counts the requests the controller under test sent, by
+	// lower-case verb (get, list, watch, create, update, patch, delete).
+	APIRequests map[string]int64 `json:"apiRequests"`
+	Resources   Resources        `json:"resources"`
+	Coverage    Coverage         `json:"coverage"`
+	Timelines   []Timeline       `json:"timelines,omitempty"`
+	// Extra carries further scalar measurements (for example kwok's own
+	// pod throughput); they are summarized and compared like the built-in ones.
+	Extra []ExtraMetric `json:"extra,omitempty"`
+}
+
+// Step is one scenario step and how long the cluster took to converge after it.
+type Step struct {
+	Name  string    `json:"name"`
+	Kind  string    `json:"kind"`  // scenario step kind, e.g. "create", "update", "add-nodes", "taint"
+	Start time.Time `json:"start"` // when the harness applied the step; also the step marker
+	// Converged is false when the step timed out; Seconds then is the time waited.
+	Converged bool    `json:"converged"`
+	Seconds   float64 `json:"seconds"`
+	// CompletingEvent is the observation that made the oracle declare convergence.
+	CompletingEvent *Event `json:"completingEvent,omitempty"`
+}
+
+// Event is one observation by the harness.
+type Event struct {
+	Time   time.Time `json:"time"`
+	Reason string    `json:"reason"` // e.g. "PodReady", "PodDeleted", "NodeReady"
+	Object string    `json:"object"` // "namespace/name", or the node name
+	Node   string    `json:"node,omitempty"`
+}
+
+// Rollout is the end-to-end latency of one DaemonSet update and its per-node latencies.
+type Rollout struct {
+	Step      string `json:"step"`
+	DaemonSet string `json:"daemonSet"` // namespace/name
+	Complete  bool   `json:"complete"`
+	// Seconds: update written → every node that must run the pod runs a Ready
+	// pod of the new revision.
+	Seconds float64 `json:"seconds"`
+	// Nodes: update written → that node runs a Ready pod of the new revision.
+	Nodes []NodeLatency `json:"nodes,omitempty"`
+}
+
+// NodeLatency is a latency observed for one node.
+type NodeLatency struct {
+	Node    string  `json:"node"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Violation is an interval during which an invariant checked by the oracle did not hold.
+type Violation struct {
+	DaemonSet string    `json:"daemonSet"`
+	Node      string    `json:"node,omitempty"`
+	Kind      string    `json:"kind"` // e.g. "missing-pod", "extra-pod", "duplicate-pod", "over-unavailable"
+	Start     time.Time `json:"start"`
+	Seconds   float64   `json:"seconds"`
+	// Expected violations are ones the scenario provokes on purpose (and declares).
+	Expected bool   `json:"expected"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// Availability compares the peak number of unavailable daemon pods during a
+// rollout with what the update strategy allowed.
+type Availability struct {
+	DaemonSet          string `json:"daemonSet"`
+	Step               string `json:"step,omitempty"`
+	PeakUnavailable    int    `json:"peakUnavailable"`
+	AllowedUnavailable int    `json:"allowedUnavailable"`
+}
+
+// Resources used by the controller process under test.
+type Resources struct {
+	CPUSeconds   float64 `json:"cpuSeconds"`
+	PeakRSSBytes int64   `json:"peakRSSBytes"`
+}
+
+// Coverage says how complete the harness's observations were; a report with
+// gaps is not trusted (see the invariants in README.md).
+type Coverage struct {
+	PodsExpected     int        `json:"podsExpected"`
+	PodsObserved     int        `json:"podsObserved"`
+	ObservedFraction float64    `json:"observedFraction"` // PodsObserved / PodsExpected, 1 when none expected
+	NodeReadyFlaps   int        `json:"nodeReadyFlaps"`
+	WatchGaps        []WatchGap `json:"watchGaps,omitempty"`
+}
+
+// WatchGap is an interval during which a watch was down, so events may be missing.
+type WatchGap struct {
+	Resource string    `json:"resource"` // e.g. "pods", "nodes"
+	Start    time.Time `json:"start"`
+	Seconds  float64   `json:"seconds"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// Timeline is the harness's own count of a DaemonSet's pods over time
+// (independent of the DaemonSet's status). Step markers are Run.Steps[].Start.
+type Timeline struct {
+	DaemonSet string          `json:"daemonSet"`
+	Points    []TimelinePoint `json:"points"`
+}
+
+// TimelinePoint: Desired = nodes the oracle says must run the pod; Current =
+// nodes running (any revision); Ready = nodes with a Ready pod; Updated = nodes
+// with a pod of the current revision.
+type TimelinePoint struct {
+	Time    time.Time `json:"time"`
+	Desired int       `json:"desired"`
+	Current int       `json:"current"`
+	Ready   int       `json:"ready"`
+	Updated int       `json:"updated"`
+}
+
+// ExtraMetric is an additional scalar measurement of a run.
+type ExtraMetric struct {
+	Name           string  `json:"name"`
+	Unit           string  `json:"unit,omitempty"`
+	Value          float64 `json:"value"`
+	HigherIsBetter bool    `json:"higherIsBetter,omitempty"`
+}
+
+// OK reports whether the run completed and its measurements can be used.
+func (r *Run) OK() bool { return r.Outcome == OutcomeOK }
+
+// ID names the run in messages: scenario/controller#repetition.
+func (r *Run) ID() string {
+	return fmt.Sprintf("%s/%s#%d", r.Scenario, r.Controller, r.Repetition)
+}
+
+// Validate checks the structural rules of the schema (enumerations, finite
+// non-negative durations, required fields). It does not judge the results.
+func Validate(r *Report) error {
+	if r == nil {
+		return errors.New("validating report: nil report")
+	}
+	var errs []error
+	if r.SchemaVersion != SchemaVersion {
+		errs = append(errs, fmt.Errorf("schemaVersion %q: %w (want %q)", r.SchemaVersion, ErrSchemaVersion, SchemaVersion))
+	}
+	for i := range r.Runs {
+		run := &r.Runs[i]
+		bad := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("runs[%d] (%s): %s", i, run.ID(), fmt.Sprintf(format, args...)))
+		}
+		if run.Scenario == "" {
+			bad("empty scenario")
+		}
+		if run.Controller != ControllerOurs && run.Controller != ControllerUpstream {
+			bad("controller %q is neither %q nor %q", run.Controller, ControllerOurs, ControllerUpstream)
+		}
+		if run.Repetition < 0 {
+			bad("negative repetition %d", run.Repetition)
+		}
+		if run.Start.IsZero() {
+			bad("zero start time")
+		}
+		if !run.End.IsZero() && run.End.Before(run.Start) {
+			bad("end %s before start %s", run.End, run.Start)
+		}
+		switch run.Outcome {
+		case OutcomeOK:
+		case OutcomeFailed:
+			if run.Error == "" {
+				bad("outcome failed without error")
+			}
+		default:
+			bad("outcome %q is neither %q nor %q", run.Outcome, OutcomeOK, OutcomeFailed)
+		}
+		checkSeconds := func(what string, v float64) {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				bad("%s: seconds %v is not a finite non-negative number", what, v)
+			}
+		}
+		for _, s := range run.Steps {
+			checkSeconds("step "+s.Name, s.Seconds)
+		}
+		for _, ro := range run.Rollouts {
+			checkSeconds("rollout "+ro.DaemonSet, ro.Seconds)
+			for _, n := range ro.Nodes {
+				checkSeconds("rollout node "+n.Node, n.Seconds)
+			}
+		}
+		for _, n := range run.NodeJoins {
+			checkSeconds("node join "+n.Node, n.Seconds)
+		}
+		for _, v := range run.Violations {
+			checkSeconds("violation "+v.Kind, v.Seconds)
+		}
+		for _, g := range run.Coverage.WatchGaps {
+			checkSeconds("watch gap "+g.Resource, g.Seconds)
+		}
+		checkSeconds("cpu", run.Resources.CPUSeconds)
+		if f := run.Coverage.ObservedFraction; math.IsNaN(f) || f < 0 || f > 1 {
+			bad("coverage.observedFraction %v outside [0, 1]", f)
+		}
+		for _, e := range run.Extra {
+			if e.Name == "" || math.IsNaN(e.Value) || math.IsInf(e.Value, 0) {
+				bad("extra metric %q: empty name or non-finite value", e.Name)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
