@@ -1,0 +1,665 @@
+package oracle
+
+import (
+	"container/heap"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Kind names an invariant the controller broke.
+type Kind string
+
+// The invariants. Each is checked per DaemonSet after every event (and at the
+// instants minReadySeconds runs out); an episode starts when the condition
+// becomes true and ends when it becomes false.
+const (
+	// DuplicatePods: an existing node where the pod may run holds more than
+	// one active pod (neither terminating nor Failed/Succeeded) of the
+	// DaemonSet. When the DaemonSet surges (RollingUpdate with maxSurge > 0),
+	// one old plus one current pod is allowed. (Where it may not run at all,
+	// that is PodOnIneligibleNode.)
+	DuplicatePods Kind = "DuplicatePods"
+	// PodOnIneligibleNode: an existing node holds a non-terminating pod of
+	// the DaemonSet and either the pod may not run there (Eligibility
+	// mayRun false: selector, affinity or an untolerated NoExecute taint), or
+	// it may stay but must not be created there and it was placed there more
+	// than the kind's grace after the node stopped being must-run (placed =
+	// first seen targeting the node, or its creationTimestamp if earlier).
+	PodOnIneligibleNode Kind = "PodOnIneligibleNode"
+	// PodOnDeletedNode: a non-terminating pod of the DaemonSet targets a node
+	// absent from the view (deleted, or never seen).
+	PodOnDeletedNode Kind = "PodOnDeletedNode"
+	// MissingPod: an existing node where the pod must run holds no active pod
+	// of the DaemonSet (none, or only terminating or Failed ones).
+	MissingPod Kind = "MissingPod"
+	// Overunavailable: during a rolling update, more must-run nodes are
+	// disrupted than maxUnavailable allows. A node is disrupted when it has no
+	// available pod (active, Ready for minReadySeconds, any revision) although
+	// it had one at the start of the rollout or at some point since: nodes
+	// that never had one (new nodes, broken pods) are not the rollout's doing.
+	// maxUnavailable is resolved against the oracle's count of must-run nodes,
+	// percentages rounded up, 1 when maxSurge and maxUnavailable are both 0.
+	Overunavailable Kind = "Overunavailable"
+	// OrphanPod: a non-terminating pod without a controller reference that a
+	// live DaemonSet's selector matches (in its namespace) and that nobody
+	// adopted. Reported against the first such DaemonSet by key.
+	OrphanPod Kind = "OrphanPod"
+)
+
+// Violation is one episode of a broken invariant.
+type Violation struct {
+	DaemonSet string
+	Kind      Kind
+	Node      string // "" for Overunavailable
+	Pod       string // OrphanPod only
+	Start     time.Time
+	// End is when the condition cleared; zero while it holds.
+	End time.Time
+	// Unresolved: the condition still held at Finish, which set End.
+	Unresolved bool
+	// Peak: DuplicatePods the most active pods seen on the node;
+	// Overunavailable the most disrupted nodes. Allowed: the limit then.
+	Peak, Allowed int
+	// Detail says why, as seen at Start.
+	Detail string
+}
+
+// Duration is End-Start, or zero while the violation is open.
+func (v Violation) Duration() time.Duration {
+	if v.End.IsZero() {
+		return 0
+	}
+	return v.End.Sub(v.Start)
+}
+
+// Config tunes a Checker.
+type Config struct {
+	// Grace per kind: an episode is reported only once it has lasted at least
+	// this long (0 reports every episode). For PodOnIneligibleNode it is also
+	// how long after a node stopped being must-run a newly placed pod is still
+	// excused, since the controller acts on a cache that may lag. A sensible
+	// MissingPod grace is the pod-creation latency the run tolerates.
+	Grace map[Kind]time.Duration
+}
+
+// EventRef names the event at which something was observed.
+type EventRef struct {
+	Time   time.Time
+	Kind   EventKind // Timer when only time passed
+	Object string    // e.g. "Pod default/ds-x2k4p", "Node n1"
+}
+
+// Checker consumes the event stream and keeps invariant violations, per-DS
+// convergence, barriers, rollouts and node joins. Time comes only from the
+// events (and Advance). Not safe for concurrent use: feed it from one goroutine.
+type Checker struct {
+	cfg  Config
+	w    *World
+	now  time.Time
+	last EventRef
+
+	ds    map[string]*dsState
+	byUID map[types.UID]*dsState
+
+	open     map[episodeKey]*Violation
+	reported []Violation
+	orphanEp map[string]episodeKey // pod key -> its open OrphanPod episode
+
+	wakes    wakeHeap
+	barriers []*barrierState
+	rollouts []*rolloutState
+	joins    []*NodeJoin
+	joinOpen map[[2]string]*NodeJoin // (ds, node) -> join not yet Ready
+}
+
+type dsState struct {
+	key   string
+	e     *dsEntry
+	nodes map[string]*nodeTrack
+	// Aggregates over nodes, kept incrementally.
+	mustRun, notOK, disrupted int
+	unplaced                  int
+	converged                 bool
+	convergedSince            time.Time
+	rollout                   *rolloutState
+}
+
+type nodeTrack struct {
+	view nodeView
+	ok   bool
+	// lostAt is when the node last stopped being must-run (or appeared not
+	// must-run): pods placed later are not excused.
+	lostAt       time.Time
+	wasAvailable bool // rollout attribution, see Overunavailable
+}
+
+type episodeKey struct {
+	ds, node, pod string
+	kind          Kind
+}
+
+// NewChecker returns a Checker with an empty World.
+func NewChecker(cfg Config) *Checker {
+	return &Checker{
+		cfg:      cfg,
+		w:        NewWorld(),
+		ds:       map[string]*dsState{},
+		byUID:    map[types.UID]*dsState{},
+		open:     map[episodeKey]*Violation{},
+		orphanEp: map[string]episodeKey{},
+		joinOpen: map[[2]string]*NodeJoin{},
+	}
+}
+
+// World is the Checker's view; read it, do not Apply to it directly.
+func (c *Checker) World() *World { return c.w }
+
+// Now is the latest event or Advance time.
+func (c *Checker) Now() time.Time { return c.now }
+
+// Apply feeds one event. Instants at which a pod becomes available
+// (minReadySeconds) that fall before the event are evaluated first.
+func (c *Checker) Apply(ev Event) error {
+	if ev.Time.Before(c.now) {
+		ev.Time = c.now // World counts it as clamped below
+		c.w.clamped++
+	}
+	c.runWakes(ev.Time)
+	ch, err := c.w.apply(ev)
+	if err != nil {
+		return err
+	}
+	t := c.w.now
+	c.now = t
+	c.last = EventRef{Time: t, Kind: ev.Kind, Object: describe(ev.Object)}
+	switch {
+	case ch.ds != "":
+		c.onDS(ch.ds, t)
+	case ch.node != "":
+		c.onNode(ch.node, ch.nodeNew, t)
+	case ch.pod != "":
+		c.onPod(ch, t)
+	}
+	c.checkBarriers(t)
+	return nil
+}
+
+// Advance moves time forward without an event, evaluating the instants at
+// which pods become available. Later events older than t are clamped to t.
+func (c *Checker) Advance(t time.Time) {
+	c.runWakes(t)
+	if t.After(c.now) {
+		c.now = t
+	}
+}
+
+// Finish advances to t and ends every open violation there, marked
+// Unresolved. It returns all violations, as Violations does.
+func (c *Checker) Finish(t time.Time) []Violation {
+	c.Advance(t)
+	for k, v := range c.open {
+		v.End, v.Unresolved = c.now, true
+		if v.End.Sub(v.Start) >= c.grace(k.kind) {
+			c.reported = append(c.reported, *v)
+		}
+		delete(c.open, k)
+	}
+	clear(c.orphanEp)
+	return c.Violations()
+}
+
+// Violations returns the ended episodes that lasted at least their grace and
+// the open ones that have already lasted that long (End zero), sorted by
+// Start, DaemonSet, Kind, Node, Pod.
+func (c *Checker) Violations() []Violation {
+	out := slices.Clone(c.reported)
+	for k, v := range c.open {
+		if c.now.Sub(v.Start) >= c.grace(k.kind) {
+			out = append(out, *v)
+		}
+	}
+	sortViolations(out)
+	return out
+}
+
+// OpenViolations returns the conditions that hold now, whatever their grace,
+// with End zero, in the order of Violations.
+func (c *Checker) OpenViolations() []Violation {
+	out := make([]Violation, 0, len(c.open))
+	for _, v := range c.open {
+		out = append(out, *v)
+	}
+	sortViolations(out)
+	return out
+}
+
+func sortViolations(vs []Violation) {
+	slices.SortFunc(vs, func(a, b Violation) int {
+		if c := a.Start.Compare(b.Start); c != 0 {
+			return c
+		}
+		return strings.Compare(a.DaemonSet+"\x00"+string(a.Kind)+"\x00"+a.Node+"\x00"+a.Pod,
+			b.DaemonSet+"\x00"+string(b.Kind)+"\x00"+b.Node+"\x00"+b.Pod)
+	})
+}
+
+// Converged says whether the DaemonSet is converged now (see Verdict) and
+// since when; for an absent DaemonSet, whether none of its pods is left.
+func (c *Checker) Converged(key string) (bool, time.Time) {
+	if s, ok := c.ds[key]; ok {
+		return s.converged, s.convergedSince
+	}
+	return c.goneConverged(key), time.Time{}
+}
+
+func (c *Checker) goneConverged(key string) bool {
+	uid, ok := c.w.dsUID(key)
+	if !ok {
+		return true
+	}
+	for _, pods := range c.w.owned[uid] {
+		for _, p := range pods {
+			if p.pod.DeletionTimestamp == nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (c *Checker) grace(k Kind) time.Duration { return c.cfg.Grace[k] }
+
+// onDS handles a DaemonSet event: a new template starts a rollout, and every
+// node is re-evaluated.
+func (c *Checker) onDS(key string, t time.Time) {
+	e, live := c.w.dss[key]
+	if live && e.ds.DeletionTimestamp != nil {
+		live = false
+	}
+	s := c.ds[key]
+	if s != nil && (!live || s.e.ds.UID != e.ds.UID) {
+		c.dropDS(s, t)
+		s = nil
+	}
+	if live {
+		if s == nil {
+			s = &dsState{key: key, e: e, nodes: map[string]*nodeTrack{}}
+			c.ds[key] = s
+			c.byUID[e.ds.UID] = s
+		} else {
+			prev := s.e
+			s.e = e
+			if sameSpec(prev, e) {
+				return // a status write: nothing the oracle judges changed
+			}
+			switch {
+			case !e.rolling():
+				c.endRollout(s, t, RolloutAbandoned)
+			case prev.rev.hash != e.rev.hash:
+				c.startRollout(s, prev.rev.hash, t)
+			case !prev.rolling() && s.outdated():
+				// From OnDelete to RollingUpdate: the old pods get replaced now.
+				c.startRollout(s, "", t)
+			}
+		}
+		names := c.w.NodeNames()
+		names = append(names, c.w.podNodes(e.ds.UID)...)
+		names = append(names, sortedKeys(s.nodes)...)
+		slices.Sort(names)
+		for _, n := range slices.Compact(names) {
+			if n != "" {
+				c.refresh(s, n, t)
+			}
+		}
+		c.countUnplaced(s)
+		c.settle(s, t)
+	}
+	c.refreshOrphans(t)
+}
+
+// outdated says whether some node holds an active pod of an old revision.
+func (s *dsState) outdated() bool {
+	for _, tr := range s.nodes {
+		if tr.view.active > tr.view.current {
+			return true
+		}
+	}
+	return false
+}
+
+// sameSpec says whether two versions of a DaemonSet are judged alike: same
+// object, revision, strategy, minReadySeconds and selector. The controller
+// writes status often; this spares a pass over every node for each write.
+func sameSpec(a, b *dsEntry) bool {
+	return a.ds.UID == b.ds.UID && a.rev == b.rev &&
+		(a.ds.DeletionTimestamp == nil) == (b.ds.DeletionTimestamp == nil) &&
+		a.ds.Spec.MinReadySeconds == b.ds.Spec.MinReadySeconds &&
+		reflect.DeepEqual(a.ds.Spec.UpdateStrategy, b.ds.Spec.UpdateStrategy) &&
+		reflect.DeepEqual(a.ds.Spec.Selector, b.ds.Spec.Selector)
+}
+
+// dropDS forgets a DaemonSet that went away (or was replaced under the same
+// name): its conditions no longer apply.
+func (c *Checker) dropDS(s *dsState, t time.Time) {
+	for k := range c.open {
+		if k.ds == s.key && k.kind != OrphanPod {
+			c.closeEpisode(k, t)
+		}
+	}
+	c.endRollout(s, t, RolloutDeleted)
+	for k := range c.joinOpen {
+		if k[0] == s.key {
+			delete(c.joinOpen, k)
+		}
+	}
+	delete(c.byUID, s.e.ds.UID)
+	delete(c.ds, s.key)
+}
+
+func (c *Checker) onNode(name string, added bool, t time.Time) {
+	for _, key := range sortedKeys(c.ds) {
+		s := c.ds[key]
+		if added {
+			j := &NodeJoin{DaemonSet: key, Node: name, NodeAdded: t}
+			if n, ok := c.w.nodes[name]; ok {
+				j.NodeCreated = n.node.CreationTimestamp.Time
+			}
+			c.joins = append(c.joins, j)
+			c.joinOpen[[2]string{key, name}] = j
+		}
+		c.refresh(s, name, t)
+		c.settle(s, t)
+	}
+}
+
+func (c *Checker) onPod(ch change, t time.Time) {
+	done := map[*dsState]bool{}
+	for _, uid := range ch.owners {
+		s := c.byUID[uid]
+		if s == nil || uid == "" || done[s] {
+			continue
+		}
+		done[s] = true
+		for _, n := range slices.Compact(slices.Sorted(slices.Values(ch.podNodes))) {
+			if n == "" {
+				c.countUnplaced(s)
+			} else {
+				c.refresh(s, n, t)
+			}
+		}
+		c.settle(s, t)
+	}
+	c.refreshOrphan(ch.pod, t)
+}
+
+func (c *Checker) countUnplaced(s *dsState) {
+	s.unplaced = 0
+	for _, p := range c.w.podsOn(s.e.ds.UID, "") {
+		if p.pod.DeletionTimestamp == nil {
+			s.unplaced++
+		}
+	}
+}
+
+// refresh re-evaluates one node for one DaemonSet at time t and updates the
+// node's episodes, the aggregates and the rollout and join records.
+func (c *Checker) refresh(s *dsState, name string, t time.Time) {
+	var node *corev1.Node
+	if ne, ok := c.w.nodes[name]; ok {
+		node = ne.node
+	}
+	pods := c.w.podsOn(s.e.ds.UID, name)
+	v := evalNode(s.e, node, pods, t)
+	tr := s.nodes[name]
+	if tr == nil {
+		tr = &nodeTrack{}
+		s.nodes[name] = tr
+	}
+	s.account(tr, -1)
+	if v.exists && !v.mustRun && !(tr.view.exists && !tr.view.mustRun) {
+		tr.lostAt = t
+	}
+	tr.view, tr.ok = v, v.ok(s.e)
+	if s.rollout != nil && v.available {
+		tr.wasAvailable = true
+	}
+	s.account(tr, +1)
+
+	k := episodeKey{ds: s.key, node: name}
+	nonTerminating := v.active + v.terminal
+	k.kind = DuplicatePods
+	c.episode(k, v.exists && v.mayRun && v.duplicate(s.e), t, func(x *Violation) {
+		x.Peak = max(x.Peak, v.active)
+		x.Allowed = 1
+		if s.e.surge() {
+			x.Allowed = 2
+		}
+		if x.Detail == "" {
+			x.Detail = fmt.Sprintf("%d active pods (%d current)", v.active, v.current)
+		}
+	})
+	inelig, why := false, ""
+	if v.exists && nonTerminating > 0 {
+		switch {
+		case !v.mayRun:
+			inelig, why = true, v.reason
+		case !v.mustRun:
+			if p := c.unexcused(pods, tr.lostAt); p != "" {
+				inelig, why = true, fmt.Sprintf("pod %s placed after the node stopped being must-run (%s)", p, v.reason)
+			}
+		}
+	}
+	k.kind = PodOnIneligibleNode
+	c.episode(k, inelig, t, func(x *Violation) {
+		if x.Detail == "" {
+			x.Detail = why
+		}
+	})
+	k.kind = PodOnDeletedNode
+	c.episode(k, !v.exists && nonTerminating > 0, t, func(x *Violation) {
+		if x.Detail == "" {
+			x.Detail = fmt.Sprintf("%d pods on a node absent from the view", nonTerminating)
+		}
+	})
+	k.kind = MissingPod
+	c.episode(k, v.exists && v.mustRun && v.active == 0, t, func(x *Violation) {
+		if x.Detail == "" && v.terminating+v.terminal > 0 {
+			x.Detail = fmt.Sprintf("%d terminating, %d failed or succeeded", v.terminating, v.terminal)
+		}
+	})
+
+	if !v.nextAvailable.IsZero() {
+		heap.Push(&c.wakes, wake{at: v.nextAvailable, ds: s.key, node: name})
+	}
+	if s.rollout != nil {
+		s.rollout.observe(name, v, t)
+	}
+	if j := c.joinOpen[[2]string{s.key, name}]; j != nil {
+		j.observe(v, t)
+		if !j.PodReady.IsZero() || !v.exists {
+			delete(c.joinOpen, [2]string{s.key, name})
+		}
+	}
+	if !v.exists && v.active+v.terminal+v.terminating == 0 {
+		s.account(tr, -1)
+		delete(s.nodes, name)
+	}
+}
+
+// unexcused returns a non-terminating pod placed more than the grace after
+// lostAt, or "".
+func (c *Checker) unexcused(pods map[string]*podEntry, lostAt time.Time) string {
+	limit := lostAt.Add(c.grace(PodOnIneligibleNode))
+	for _, p := range sortedValues(pods) {
+		if p.pod.DeletionTimestamp != nil {
+			continue
+		}
+		placed := p.placedAt
+		if ct := p.pod.CreationTimestamp.Time; !ct.IsZero() && ct.Before(placed) {
+			placed = ct
+		}
+		if placed.After(limit) {
+			return p.key
+		}
+	}
+	return ""
+}
+
+// account adds (sign +1) or removes (-1) a node's share of the aggregates.
+func (s *dsState) account(tr *nodeTrack, sign int) {
+	v := tr.view
+	if v.exists && v.mustRun {
+		s.mustRun += sign
+		if !v.available && tr.wasAvailable {
+			s.disrupted += sign
+		}
+	}
+	if !tr.ok && (v.exists || v.active+v.terminal+v.terminating > 0) {
+		s.notOK += sign
+	}
+}
+
+// settle updates the DaemonSet-wide state after its nodes were refreshed.
+func (c *Checker) settle(s *dsState, t time.Time) {
+	conv := s.notOK == 0 && s.unplaced == 0
+	if conv && !s.converged {
+		s.convergedSince = t
+	}
+	s.converged = conv
+	r := s.rollout
+	if r == nil {
+		return
+	}
+	_, allowed := s.e.limits(s.mustRun)
+	if s.disrupted > r.PeakUnavailable {
+		r.PeakUnavailable, r.AllowedAtPeak = s.disrupted, allowed
+	}
+	k := episodeKey{ds: s.key, kind: Overunavailable}
+	over := s.disrupted > allowed && !conv
+	c.episode(k, over, t, func(x *Violation) {
+		if s.disrupted > x.Peak {
+			x.Peak, x.Allowed = s.disrupted, allowed
+		}
+		if x.Detail == "" {
+			x.Detail = fmt.Sprintf("%d of %d must-run nodes disrupted, maxUnavailable %d", s.disrupted, s.mustRun, allowed)
+		}
+	})
+	if conv {
+		c.endRollout(s, t, RolloutConverged)
+	}
+}
+
+// episode opens, updates or closes the episode k according to on.
+func (c *Checker) episode(k episodeKey, on bool, t time.Time, fill func(*Violation)) {
+	v, open := c.open[k]
+	switch {
+	case on && !open:
+		v = &Violation{DaemonSet: k.ds, Kind: k.kind, Node: k.node, Pod: k.pod, Start: t}
+		c.open[k] = v
+		fill(v)
+	case on:
+		fill(v)
+	case open:
+		c.closeEpisode(k, t)
+	}
+}
+
+func (c *Checker) closeEpisode(k episodeKey, t time.Time) {
+	v := c.open[k]
+	delete(c.open, k)
+	v.End = t
+	if v.End.Sub(v.Start) >= c.grace(k.kind) {
+		c.reported = append(c.reported, *v)
+	}
+}
+
+// refreshOrphans re-checks every orphan, after a DaemonSet changed.
+func (c *Checker) refreshOrphans(t time.Time) {
+	for _, key := range sortedKeys(c.w.orphans) {
+		c.refreshOrphan(key, t)
+	}
+	for key := range c.orphanEp {
+		if _, ok := c.w.orphans[key]; !ok {
+			c.refreshOrphan(key, t)
+		}
+	}
+}
+
+func (c *Checker) refreshOrphan(podKey string, t time.Time) {
+	var want episodeKey
+	if p, ok := c.w.orphans[podKey]; ok && p.pod.DeletionTimestamp == nil {
+		for _, key := range sortedKeys(c.ds) {
+			e := c.ds[key].e
+			if e.ds.Namespace == p.pod.Namespace && e.selector().Matches(labels.Set(p.pod.Labels)) {
+				want = episodeKey{ds: key, node: p.node, pod: podKey, kind: OrphanPod}
+				break
+			}
+		}
+	}
+	if have, ok := c.orphanEp[podKey]; ok && have != want {
+		c.closeEpisode(have, t)
+		delete(c.orphanEp, podKey)
+	}
+	if want.kind != "" {
+		c.orphanEp[podKey] = want
+		c.episode(want, true, t, func(*Violation) {})
+	}
+}
+
+func describe(o any) string {
+	switch o := o.(type) {
+	case *corev1.Node:
+		return "Node " + o.Name
+	case *corev1.Pod:
+		return "Pod " + objectKey(o.Namespace, o.Name)
+	case *appsv1.DaemonSet:
+		return "DaemonSet " + objectKey(o.Namespace, o.Name)
+	default:
+		return fmt.Sprintf("%T", o)
+	}
+}
+
+// wake is an instant at which a node's verdict changes without an event.
+type wake struct {
+	at       time.Time
+	ds, node string
+}
+
+type wakeHeap []wake
+
+func (h wakeHeap) Len() int           { return len(h) }
+func (h wakeHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h wakeHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *wakeHeap) Push(x any)        { *h = append(*h, x.(wake)) }
+func (h *wakeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// runWakes evaluates, in order, the wake instants not after t.
+func (c *Checker) runWakes(t time.Time) {
+	for len(c.wakes) > 0 && !c.wakes[0].at.After(t) {
+		wk := heap.Pop(&c.wakes).(wake)
+		s := c.ds[wk.ds]
+		if s == nil || s.nodes[wk.node] == nil {
+			continue
+		}
+		if wk.at.After(c.now) {
+			c.now = wk.at
+		}
+		c.last = EventRef{Time: c.now, Kind: Timer, Object: "Node " + wk.node}
+		c.refresh(s, wk.node, c.now)
+		c.settle(s, c.now)
+		c.checkBarriers(c.now)
+	}
+}

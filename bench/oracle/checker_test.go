@@ -1,0 +1,303 @@
+package oracle_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/dsbench/dsbench/bench/oracle"
+)
+
+const dsKey = "default/d"
+
+var ignoreDetail = cmpopts.IgnoreFields(oracle.Violation{}, "Detail")
+
+// Misbehaving controllers, written as the event timelines they produce, and
+// correct ones next to them. Each must yield exactly the listed violations.
+func TestCheckerViolations(t *testing.T) {
+	const (
+		NoSchedule = corev1.TaintEffectNoSchedule
+		NoExecute  = corev1.TaintEffectNoExecute
+	)
+	sec := time.Second
+	ds := daemonSet("d")
+	upd := daemonSet("d", image("pause:2", 2))
+	sds := daemonSet("d", maxSurge(intstr.FromInt32(1)), maxUnavailable(intstr.FromInt32(0)))
+	supd := daemonSet("d", maxSurge(intstr.FromInt32(1)), maxUnavailable(intstr.FromInt32(0)), image("pause:2", 2))
+
+	tests := []struct {
+		name   string
+		grace  map[oracle.Kind]time.Duration
+		events func(tl *timeline)
+		finish float64
+		want   []oracle.Violation
+	}{
+		{
+			name: "correct: create, ready",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).add(0, pod(ds, "a", "n1")).mod(2, pod(ds, "a", "n1", ready(at(2))))
+			},
+		},
+		{
+			name: "double create",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds)
+				tl.add(1, pod(ds, "a", "n1")).add(1, pod(ds, "b", "n1"))
+				tl.mod(3, pod(ds, "a", "n1", ready(at(3)))).mod(3, pod(ds, "b", "n1", ready(at(3))))
+				tl.mod(4, pod(ds, "b", "n1", ready(at(3)), terminating)).del(5, pod(ds, "b", "n1", terminating))
+			},
+			grace: map[oracle.Kind]time.Duration{oracle.MissingPod: 5 * sec},
+			want:  []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.DuplicatePods, Node: "n1", Start: at(1), End: at(4), Peak: 2, Allowed: 1}},
+		},
+		{
+			name: "double create surging: old plus two new",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, sds).add(0, pod(sds, "a", "n1", ready(at(0))))
+				tl.mod(1, supd).add(2, pod(supd, "b", "n1")).add(2, pod(supd, "c", "n1"))
+				tl.del(3, pod(supd, "c", "n1"))
+			},
+			want: []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.DuplicatePods, Node: "n1", Start: at(2), End: at(3), Peak: 3, Allowed: 2}},
+		},
+		{
+			name: "correct surge: old and new side by side",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, sds).add(0, pod(sds, "a", "n1", ready(at(0))))
+				tl.mod(5, supd).add(6, pod(supd, "a2", "n1")).mod(8, pod(supd, "a2", "n1", ready(at(8))))
+				tl.mod(9, pod(sds, "a", "n1", ready(at(0)), terminating)).del(10, pod(sds, "a", "n1", terminating))
+			},
+		},
+		{
+			name: "surge deletes the old pod before the new one is available",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, sds).add(0, pod(sds, "a", "n1", ready(at(0))))
+				tl.mod(5, supd).mod(6, pod(sds, "a", "n1", ready(at(0)), terminating)).add(6, pod(supd, "a2", "n1"))
+				tl.del(7, pod(sds, "a", "n1", terminating)).mod(8, pod(supd, "a2", "n1", ready(at(8))))
+			},
+			grace: map[oracle.Kind]time.Duration{oracle.MissingPod: sec},
+			want:  []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.Overunavailable, Start: at(6), End: at(8), Peak: 1, Allowed: 0}},
+		},
+		{
+			name: "ignores a NoSchedule taint when creating",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1", withTaint("dedicated", "x", NoSchedule))).add(0, node("n2")).add(0, ds)
+				tl.add(1, pod(ds, "a", "n2")).add(1, pod(ds, "b", "n1"))
+				tl.mod(3, pod(ds, "a", "n2", ready(at(3)))).mod(3, pod(ds, "b", "n1", ready(at(3))))
+			},
+			finish: 10,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnIneligibleNode, Node: "n1", Start: at(1), End: at(10), Unresolved: true}},
+		},
+		{
+			name: "NoSchedule taint after the pod runs: it may stay",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).add(1, pod(ds, "a", "n1", ready(at(1))))
+				tl.mod(5, node("n1", withTaint("maintenance", "", NoSchedule)))
+				tl.mod(6, pod(ds, "a", "n1", notReady)).mod(7, pod(ds, "a", "n1", ready(at(7))))
+			},
+			finish: 10,
+		},
+		{
+			name: "stale cache: created just after the taint, within grace",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).mod(5, node("n1", withTaint("maintenance", "", NoSchedule)))
+				tl.add(5.5, pod(ds, "a", "n1"))
+			},
+			grace:  map[oracle.Kind]time.Duration{oracle.PodOnIneligibleNode: sec, oracle.MissingPod: 10 * sec},
+			finish: 10,
+		},
+		{
+			name: "stale cache: created just after the taint, no grace",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).mod(5, node("n1", withTaint("maintenance", "", NoSchedule)))
+				tl.add(5.5, pod(ds, "a", "n1"))
+			},
+			grace:  map[oracle.Kind]time.Duration{oracle.MissingPod: 10 * sec},
+			finish: 10,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnIneligibleNode, Node: "n1", Start: at(5.5), End: at(10), Unresolved: true}},
+		},
+		{
+			name: "creationTimestamp before the taint excuses a pod seen late",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).mod(5, node("n1", withTaint("maintenance", "", NoSchedule)))
+				tl.add(7, pod(ds, "a", "n1", podCreated(at(4))))
+			},
+			grace:  map[oracle.Kind]time.Duration{oracle.MissingPod: 10 * sec},
+			finish: 10,
+		},
+		{
+			name: "ignores a NoExecute taint",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).add(1, pod(ds, "a", "n1", ready(at(1))))
+				tl.mod(5, node("n1", withTaint("evict", "", NoExecute)))
+				tl.mod(9, pod(ds, "a", "n1", ready(at(1)), terminating)).del(10, pod(ds, "a", "n1", terminating))
+			},
+			want: []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnIneligibleNode, Node: "n1", Start: at(5), End: at(9)}},
+		},
+		{
+			name: "ignores a nodeSelector change",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).add(1, pod(ds, "a", "n1", ready(at(1))))
+				tl.mod(5, daemonSet("d", nodeSelector("role", "edge"), image("pause:1", 2)))
+			},
+			finish: 8,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnIneligibleNode, Node: "n1", Start: at(5), End: at(8), Unresolved: true}},
+		},
+		{
+			name: "leaves a pod on a deleted node",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, node("n2")).add(0, ds)
+				tl.add(1, pod(ds, "a", "n1", ready(at(1)))).add(1, pod(ds, "b", "n2", ready(at(1))))
+				tl.del(4, node("n2"))
+			},
+			finish: 20,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnDeletedNode, Node: "n2", Start: at(4), End: at(20), Unresolved: true}},
+		},
+		{
+			name: "pod on a deleted node cleaned up within grace",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).add(1, pod(ds, "a", "n1", ready(at(1))))
+				tl.del(4, node("n1")).mod(4.5, pod(ds, "a", "n1", ready(at(1)), terminating)).del(5, pod(ds, "a", "n1", terminating))
+			},
+			grace:  map[oracle.Kind]time.Duration{oracle.PodOnDeletedNode: sec},
+			finish: 20,
+		},
+		{
+			name: "exceeds maxUnavailable",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, node("n2")).add(0, node("n3")).add(0, ds)
+				for _, n := range []string{"1", "2", "3"} {
+					tl.add(1, pod(ds, "p"+n, "n"+n, ready(at(1))))
+				}
+				tl.mod(5, upd)
+				for _, n := range []string{"1", "2", "3"} {
+					tl.mod(6, pod(ds, "p"+n, "n"+n, ready(at(1)), terminating))
+				}
+				for _, n := range []string{"1", "2", "3"} {
+					tl.del(7, pod(ds, "p"+n, "n"+n, terminating)).add(7, pod(upd, "q"+n, "n"+n))
+				}
+				for _, n := range []string{"1", "2", "3"} {
+					tl.mod(9, pod(upd, "q"+n, "n"+n, ready(at(9))))
+				}
+			},
+			grace: map[oracle.Kind]time.Duration{oracle.MissingPod: 5 * sec},
+			want:  []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.Overunavailable, Start: at(6), End: at(9), Peak: 3, Allowed: 1}},
+		},
+		{
+			name: "new nodes without pods are not the rollout's doing",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).add(1, pod(ds, "a", "n1", ready(at(1))))
+				tl.mod(5, upd).add(5, node("n2")).add(5, node("n3"))
+				tl.mod(6, pod(ds, "a", "n1", ready(at(1)), terminating)).del(7, pod(ds, "a", "n1", terminating))
+				tl.add(7, pod(upd, "a2", "n1")).add(7, pod(upd, "b", "n2")).add(7, pod(upd, "c", "n3"))
+				tl.mod(8, pod(upd, "a2", "n1", ready(at(8)))).mod(8, pod(upd, "b", "n2", ready(at(8)))).mod(8, pod(upd, "c", "n3", ready(at(8))))
+			},
+			grace: map[oracle.Kind]time.Duration{oracle.MissingPod: 5 * sec},
+		},
+		{
+			name: "never creates on a new node",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).add(1, pod(ds, "a", "n1", ready(at(1))))
+				tl.add(5, node("n2", withTaint(corev1.TaintNodeNotReady, "", NoSchedule))).mod(6, node("n2"))
+			},
+			grace:  map[oracle.Kind]time.Duration{oracle.MissingPod: 5 * sec},
+			finish: 30,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.MissingPod, Node: "n2", Start: at(6), End: at(30), Unresolved: true}},
+		},
+		{
+			name: "slow on a new node, within grace",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).add(1, pod(ds, "a", "n1", ready(at(1))))
+				tl.add(5, node("n2", withTaint(corev1.TaintNodeNotReady, "", NoSchedule))).mod(6, node("n2")).add(8, pod(ds, "b", "n2"))
+			},
+			grace:  map[oracle.Kind]time.Duration{oracle.MissingPod: 5 * sec},
+			finish: 30,
+		},
+		{
+			name: "failed pod not replaced",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).add(1, pod(ds, "a", "n1", ready(at(1))))
+				tl.mod(3, pod(ds, "a", "n1", failed))
+			},
+			finish: 10,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.MissingPod, Node: "n1", Start: at(3), End: at(10), Unresolved: true}},
+		},
+		{
+			name: "orphan adopted late, then the extra pod removed",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).add(1, pod(ds, "a", "n1", ready(at(1))))
+				tl.add(2, pod(ds, "o", "n1", ready(at(2)), orphaned)).mod(6, pod(ds, "o", "n1", ready(at(2))))
+				tl.mod(7, pod(ds, "o", "n1", ready(at(2)), terminating))
+			},
+			want: []oracle.Violation{
+				{DaemonSet: dsKey, Kind: oracle.OrphanPod, Node: "n1", Pod: "default/o", Start: at(2), End: at(6)},
+				{DaemonSet: dsKey, Kind: oracle.DuplicatePods, Node: "n1", Start: at(6), End: at(7), Peak: 2, Allowed: 1},
+			},
+		},
+		{
+			name: "orphan of a DaemonSet created later",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, pod(ds, "o", "n1", orphaned)).add(3, ds)
+				tl.mod(4, pod(ds, "o", "n1"))
+			},
+			grace: map[oracle.Kind]time.Duration{oracle.MissingPod: 5 * sec},
+			want:  []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.OrphanPod, Node: "n1", Pod: "default/o", Start: at(3), End: at(4)}},
+		},
+		{
+			name: "deleting the DaemonSet ends its violations",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).add(1, pod(ds, "a", "n1")).add(1, pod(ds, "b", "n1"))
+				tl.del(4, ds)
+			},
+			finish: 10,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.DuplicatePods, Node: "n1", Start: at(1), End: at(4), Peak: 2, Allowed: 1}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var tl timeline
+			tc.events(&tl)
+			grace := map[oracle.Kind]time.Duration{oracle.MissingPod: 2 * time.Second} // initial creation
+			for k, v := range tc.grace {
+				grace[k] = v
+			}
+			c := feed(t, oracle.Config{Grace: grace}, tl)
+			end := tl[len(tl)-1].Time
+			if tc.finish != 0 {
+				end = at(tc.finish)
+			}
+			got := c.Finish(end)
+			if diff := cmp.Diff(tc.want, got, ignoreDetail, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+			for _, v := range got {
+				if v.Detail == "" && v.Kind != oracle.OrphanPod && v.Kind != oracle.MissingPod {
+					t.Errorf("violation %+v has no detail", v)
+				}
+			}
+		})
+	}
+}
+
+func TestViolationDetailAndOpenEpisodes(t *testing.T) {
+	var tl timeline
+	tl.add(0, node("n1")).add(0, daemonSet("d")).add(1, pod(daemonSet("d"), "a", "n1", ready(at(1))))
+	tl.mod(5, node("n1", withTaint("evict", "now", corev1.TaintEffectNoExecute)))
+	c := feed(t, oracle.Config{Grace: map[oracle.Kind]time.Duration{oracle.PodOnIneligibleNode: 3 * time.Second, oracle.MissingPod: 2 * time.Second}}, tl)
+
+	c.Advance(at(7.9))
+	if got := c.Violations(); len(got) != 0 {
+		t.Fatalf("at 7.9s, within grace: got %+v, want none", got)
+	}
+	c.Advance(at(8))
+	want := []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnIneligibleNode, Node: "n1", Start: at(5),
+		Detail: "untolerated taint evict=now:NoExecute"}}
+	if diff := cmp.Diff(want, c.Violations()); diff != "" {
+		t.Errorf("open violation at 8s (-want +got):\n%s", diff)
+	}
+	if d := c.Violations()[0].Duration(); d != 0 {
+		t.Errorf("open violation Duration = %v, want 0", d)
+	}
+}
