@@ -1,0 +1,424 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Reasons for events (as upstream) and for deletions.
+const (
+	// SelectingAllReason: the selector is empty; nothing else is done.
+	SelectingAllReason = "SelectingAll"
+	// FailedDaemonPodReason: a pod failed and is deleted (event and deletion reason).
+	FailedDaemonPodReason = "FailedDaemonPod"
+	// SucceededDaemonPodReason: a pod exited and is deleted (event and deletion reason).
+	SucceededDaemonPodReason = "SucceededDaemonPod"
+	// InvalidUpdateStrategyReason: maxSurge or maxUnavailable cannot be used;
+	// the rolling update is skipped.
+	InvalidUpdateStrategyReason = "InvalidUpdateStrategy"
+
+	// DuplicateDaemonPodReason: an excess pod on a node (the oldest stays).
+	DuplicateDaemonPodReason = "DuplicateDaemonPod"
+	// NodeNotEligibleReason: the node no longer admits the pod (affinity,
+	// nodeName, or an untolerated NoExecute taint).
+	NodeNotEligibleReason = "NodeNotEligible"
+	// NodeNotFoundReason: the pod is bound or pinned to a node that does not exist.
+	NodeNotFoundReason = "NodeNotFound"
+	// RollingUpdateReason: an old pod replaced by the rolling update.
+	RollingUpdateReason = "RollingUpdate"
+	// SurgeReplacedReason: an old pod whose surge replacement is available, or
+	// which is not ready next to its replacement.
+	SurgeReplacedReason = "SurgeReplaced"
+)
+
+// Input is everything one sync of one DaemonSet decides from.
+type Input struct {
+	DaemonSet             *appsv1.DaemonSet // as stored (defaults applied by the apiserver); never mutated
+	Nodes                 []*corev1.Node    // all nodes, any order
+	Pods                  []*corev1.Pod     // pods this DS controls (after adoption), any order, incl. terminating
+	Hash                  string            // current revision hash (from history)
+	ExpectationsSatisfied bool              // false: only status is computed, creates/deletes empty, observedGeneration not bumped
+	Backoff               Backoff           // failed-pod backoff state, carried between syncs by the caller
+	Now                   time.Time
+}
+
+// Plan is what one sync decided. Everything is sorted.
+type Plan struct {
+	Creates      []string               // node names that need a daemon pod now, sorted; caller applies burst caps
+	Deletes      []PodDeletion          // sorted by (Node, Name); each with a Reason constant
+	Status       appsv1.DaemonSetStatus // full status to write (conditions copied from input)
+	Events       []Event                // {Type: Normal|Warning, Reason: XxxReason const, Message}
+	RequeueAfter time.Duration          // 0 = none; e.g. minReadySeconds, backoff expiry
+	Backoff      Backoff                // state out
+}
+
+// PodDeletion is one pod to delete.
+type PodDeletion struct {
+	Namespace, Name string
+	UID             types.UID
+	Node            string
+	Reason          string
+}
+
+// Event is an event to record on the DaemonSet.
+type Event struct {
+	Type    string // corev1.EventTypeNormal or corev1.EventTypeWarning
+	Reason  string
+	Message string
+}
+
+// nodeState is one node name seen in the nodes or as a pod's target.
+type nodeState struct {
+	name           string
+	exists         bool
+	shouldRun      bool
+	shouldContinue bool
+	pods           []*corev1.Pod // oldest first; terminal pods already being deleted are left out
+}
+
+type planner struct {
+	in      Input
+	ds      *appsv1.DaemonSet
+	updated updatedMatcher
+	states  map[string]*nodeState
+	order   []*nodeState // by name
+	backoff Backoff
+	creates []string
+	deletes []PodDeletion
+	events  []Event
+	requeue time.Duration
+}
+
+// Compute plans one sync of in.DaemonSet, following upstream's syncDaemonSet:
+// manage (create, prune, delete), then the rolling update, and the status.
+// It runs in O(nodes + pods) plus the sorts, evaluating each node once.
+//
+// The rolling update runs only when manage deletes nothing: its budget is
+// counted from the pods as they are, which a deletion would change. Upstream
+// gets the same effect from its expectations, which also hold the update back
+// for a sync after creates; we do not wait for those, as manage creates only
+// on nodes without pods, which the update already counts as unavailable, and a
+// create that keeps failing would otherwise stall the rollout.
+func Compute(in Input) Plan {
+	ds := in.DaemonSet
+	out := Plan{Status: *ds.Status.DeepCopy()}
+	if selectsAll(ds.Spec.Selector) {
+		// Upstream stops here, before status; so do we.
+		out.Backoff = in.Backoff.gc(in.Now, ds.Generation, func(string) bool { return true })
+		out.Events = []Event{{Type: corev1.EventTypeWarning, Reason: SelectingAllReason,
+			Message: "This daemon set is selecting all pods. A non-empty selector is required."}}
+		return out
+	}
+	if ds.DeletionTimestamp != nil {
+		// Revisions may be gone already; upstream computes nothing for a DaemonSet being deleted.
+		out.Backoff = in.Backoff.gc(in.Now, ds.Generation, func(string) bool { return true })
+		return out
+	}
+
+	p := newPlanner(in)
+	p.status(&out.Status)
+	if in.ExpectationsSatisfied {
+		p.manage()
+		if len(p.deletes) == 0 && ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
+			p.rollingUpdate()
+		}
+		out.Status.ObservedGeneration = ds.Generation
+	}
+
+	slices.Sort(p.creates)
+	out.Creates = slices.Compact(p.creates)
+	slices.SortFunc(p.deletes, func(a, b PodDeletion) int {
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.UID, b.UID))
+	})
+	out.Deletes = slices.CompactFunc(p.deletes, func(a, b PodDeletion) bool {
+		return a.Node == b.Node && a.Name == b.Name && a.Namespace == b.Namespace && a.UID == b.UID
+	})
+	out.Events = p.events
+	out.RequeueAfter = p.requeue
+	out.Backoff = p.backoff
+	return out
+}
+
+// selectsAll reports an empty selector. Validation forbids it and a nil one;
+// upstream warns only for the empty one, we treat nil the same (it is just as
+// unusable).
+func selectsAll(s *metav1.LabelSelector) bool {
+	return s == nil || (len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0)
+}
+
+func newPlanner(in Input) *planner {
+	ds := in.DaemonSet
+	p := &planner{
+		in:      in,
+		ds:      ds,
+		updated: newUpdatedMatcher(ds, in.Hash),
+		states:  make(map[string]*nodeState, len(in.Nodes)),
+	}
+	elig := newEligibility(ds)
+	for _, node := range in.Nodes {
+		if node == nil {
+			continue
+		}
+		if _, dup := p.states[node.Name]; dup {
+			continue
+		}
+		st := &nodeState{name: node.Name, exists: true}
+		st.shouldRun, st.shouldContinue = elig.check(node)
+		p.states[node.Name] = st
+	}
+	for _, pod := range in.Pods {
+		if pod == nil {
+			continue
+		}
+		if isTerminal(pod) && isTerminating(pod) {
+			// Kubelet or pod GC finishes these; nothing left for us to do.
+			continue
+		}
+		name, ok := targetNodeName(pod)
+		if !ok {
+			continue // as upstream: a pod with no node target is not ours to place
+		}
+		st := p.states[name]
+		if st == nil {
+			st = &nodeState{name: name}
+			p.states[name] = st
+		}
+		st.pods = append(st.pods, pod)
+		if ds.Spec.MinReadySeconds > 0 && !isTerminating(pod) {
+			_, wait := availableIn(pod, ds.Spec.MinReadySeconds, in.Now)
+			p.requeueAfter(wait)
+		}
+	}
+	p.order = make([]*nodeState, 0, len(p.states))
+	for _, st := range p.states {
+		if len(st.pods) > 1 {
+			slices.SortFunc(st.pods, func(a, b *corev1.Pod) int {
+				switch {
+				case podLess(a, b):
+					return -1
+				case podLess(b, a):
+					return 1
+				}
+				return 0
+			})
+		}
+		p.order = append(p.order, st)
+	}
+	slices.SortFunc(p.order, func(a, b *nodeState) int { return cmp.Compare(a.name, b.name) })
+	p.backoff = in.Backoff.gc(in.Now, ds.Generation, func(node string) bool {
+		st := p.states[node]
+		return st != nil && st.exists
+	})
+	return p
+}
+
+func (p *planner) requeueAfter(d time.Duration) {
+	if d > 0 && (p.requeue == 0 || d < p.requeue) {
+		p.requeue = d
+	}
+}
+
+func (p *planner) backoffKey(node string) BackoffKey {
+	return BackoffKey{Node: node, Generation: p.ds.Generation}
+}
+
+// create plans a pod on st unless a failed pod there is still backing off.
+func (p *planner) create(st *nodeState) {
+	if left := p.backoff.remaining(p.backoffKey(st.name), p.in.Now); left > 0 {
+		p.requeueAfter(left)
+		return
+	}
+	p.creates = append(p.creates, st.name)
+}
+
+func (p *planner) delete(st *nodeState, pod *corev1.Pod, reason string) {
+	p.deletes = append(p.deletes, PodDeletion{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Node: st.name, Reason: reason})
+}
+
+// manage is upstream's manage/podsShouldBeOnNode for every node, plus the
+// deletion of pods whose node does not exist.
+func (p *planner) manage() {
+	surge := allowsSurge(p.ds)
+	for _, st := range p.order {
+		switch {
+		case !st.exists:
+			// Upstream deletes only unbound pods here and leaves bound ones to
+			// pod GC, which is slow; a pod on a deleted node is gone either way.
+			for _, pod := range st.pods {
+				if !isTerminating(pod) {
+					p.delete(st, pod, NodeNotFoundReason)
+				}
+			}
+		case st.shouldRun && len(st.pods) == 0:
+			p.create(st)
+		case st.shouldContinue:
+			p.manageRunning(st, surge)
+		case len(st.pods) > 0:
+			for _, pod := range st.pods {
+				if !isTerminating(pod) {
+					p.delete(st, pod, NodeNotEligibleReason)
+				}
+			}
+		}
+	}
+}
+
+// manageRunning handles a node that may keep its pods: terminated pods go,
+// duplicates are pruned, and under surge a missing pod is created even while
+// an old one terminates.
+func (p *planner) manageRunning(st *nodeState, surge bool) {
+	var running []*corev1.Pod
+	for _, pod := range st.pods {
+		if isTerminating(pod) {
+			continue
+		}
+		switch pod.Status.Phase {
+		case corev1.PodFailed:
+			// Kubelets may reject a pod over and over; back off per node.
+			key := p.backoffKey(st.name)
+			if left := p.backoff.remaining(key, p.in.Now); left > 0 {
+				p.requeueAfter(left)
+				continue
+			}
+			p.backoff.next(key, p.in.Now)
+			p.requeueAfter(p.backoff.remaining(key, p.in.Now))
+			p.events = append(p.events, Event{Type: corev1.EventTypeWarning, Reason: FailedDaemonPodReason,
+				Message: fmt.Sprintf("Found failed daemon pod %s/%s on node %s, will try to kill it", pod.Namespace, pod.Name, st.name)})
+			p.delete(st, pod, FailedDaemonPodReason)
+		case corev1.PodSucceeded:
+			p.events = append(p.events, Event{Type: corev1.EventTypeNormal, Reason: SucceededDaemonPodReason,
+				Message: fmt.Sprintf("Found succeeded daemon pod %s/%s on node %s, will try to delete it", pod.Namespace, pod.Name, st.name)})
+			p.delete(st, pod, SucceededDaemonPodReason)
+		default:
+			running = append(running, pod)
+		}
+	}
+
+	if !surge {
+		// Keep the oldest, as upstream.
+		for _, pod := range running[min(1, len(running)):] {
+			p.delete(st, pod, DuplicateDaemonPodReason)
+		}
+		return
+	}
+	if len(running) <= 1 {
+		if len(running) == 0 && st.shouldRun {
+			p.create(st)
+		}
+		return
+	}
+	// Under surge a node may hold the oldest new pod and the oldest old pod;
+	// upstream tells them apart by the hash label alone here.
+	var oldestNew, oldestOld *corev1.Pod
+	for _, pod := range running {
+		if pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == p.in.Hash {
+			if oldestNew == nil {
+				oldestNew = pod
+				continue
+			}
+		} else if oldestOld == nil {
+			oldestOld = pod
+			continue
+		}
+		p.delete(st, pod, DuplicateDaemonPodReason)
+	}
+	if oldestNew == nil || oldestOld == nil {
+		return
+	}
+	if !isPodReady(oldestOld) {
+		p.delete(st, oldestOld, SurgeReplacedReason)
+		return
+	}
+	if ok, wait := availableIn(oldestNew, p.ds.Spec.MinReadySeconds, p.in.Now); ok {
+		p.delete(st, oldestOld, SurgeReplacedReason)
+	} else {
+		p.requeueAfter(wait)
+	}
+}
+
+// status is upstream's updateDaemonSetStatus: per existing node, the oldest
+// pod decides readiness, availability and whether it is updated.
+func (p *planner) status(s *appsv1.DaemonSetStatus) {
+	var desired, current, misscheduled, ready, available, updated int32
+	for _, st := range p.order {
+		if !st.exists {
+			continue
+		}
+		if !st.shouldRun {
+			if len(st.pods) > 0 {
+				misscheduled++
+			}
+			continue
+		}
+		desired++
+		if len(st.pods) == 0 {
+			continue
+		}
+		current++
+		pod := st.pods[0]
+		if isPodReady(pod) {
+			ready++
+			if ok, _ := availableIn(pod, p.ds.Spec.MinReadySeconds, p.in.Now); ok {
+				available++
+			}
+		}
+		if p.updated.updated(pod) {
+			updated++
+		}
+	}
+	s.DesiredNumberScheduled = desired
+	s.CurrentNumberScheduled = current
+	s.NumberMisscheduled = misscheduled
+	s.NumberReady = ready
+	s.NumberAvailable = available
+	s.UpdatedNumberScheduled = updated
+	s.NumberUnavailable = desired - available
+}
+
+// allowsSurge is upstream util.AllowsSurge: maxSurge scaled against one node.
+func allowsSurge(ds *appsv1.DaemonSet) bool {
+	n, err := surgeCount(ds, 1)
+	return err == nil && n > 0
+}
+
+func surgeCount(ds *appsv1.DaemonSet, total int) (int, error) {
+	r := ds.Spec.UpdateStrategy.RollingUpdate
+	if ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || r == nil || r.MaxSurge == nil {
+		return 0, nil
+	}
+	return intstr.GetScaledValueFromIntOrPercent(r.MaxSurge, total, true)
+}
+
+func unavailableCount(ds *appsv1.DaemonSet, total int) (int, error) {
+	r := ds.Spec.UpdateStrategy.RollingUpdate
+	if ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || r == nil {
+		return 0, nil
+	}
+	return intstr.GetScaledValueFromIntOrPercent(r.MaxUnavailable, total, true)
+}
+
+// UpdateLimits returns maxSurge and maxUnavailable for desired nodes: ints or
+// percentages of desired rounded up; if both are 0 (and desired > 0)
+// maxUnavailable is 1, as upstream.
+func UpdateLimits(ds *appsv1.DaemonSet, desired int) (maxSurge, maxUnavailable int, err error) {
+	maxUnavailable, err = unavailableCount(ds, desired)
+	if err != nil {
+		return 0, 0, fmt.Errorf("scaling maxUnavailable: %w", err)
+	}
+	maxSurge, err = surgeCount(ds, desired)
+	if err != nil {
+		return 0, 0, fmt.Errorf("scaling maxSurge: %w", err)
+	}
+	if desired > 0 && maxUnavailable == 0 && maxSurge == 0 {
+		maxUnavailable = 1
+	}
+	return maxSurge, maxUnavailable, nil
+}
