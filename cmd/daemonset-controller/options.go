@@ -1,0 +1,193 @@
+package main
+
+import (
+	"errors"
+	goflag "flag"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+
+	"github.com/dsbench/dsbench/controller"
+	"github.com/dsbench/dsbench/controller/plan"
+)
+
+// options are the command-line flags, named like kube-controller-manager's.
+type options struct {
+	kubeconfig string
+	master     string
+
+	workers       int
+	qps           float32
+	burst         int
+	bindMode      string
+	burstReplicas int
+	syncDelay     time.Duration
+
+	leaderElect       bool
+	leaseName         string
+	leaseNamespace    string
+	leaseDuration     time.Duration
+	renewDeadline     time.Duration
+	retryPeriod       time.Duration
+	metricsAddr       string
+	healthProbeAddr   string
+	expectationsTTL   time.Duration
+	shutdownGraceTime time.Duration
+}
+
+// Defaults. kube-api-qps/burst are higher than kube-controller-manager's
+// 20/30 because this process runs one controller, and a DaemonSet on
+// thousands of nodes needs thousands of writes; APF on the server still
+// protects the API server.
+const (
+	defaultQPS         = 100
+	defaultBurst       = 200
+	defaultLeaseName   = "dsbench-daemonset-controller"
+	defaultMetricsAddr = ":8080"
+	defaultHealthAddr  = ":8081"
+)
+
+func newOptions() *options {
+	return &options{
+		workers:           controller.DefaultWorkers,
+		qps:               defaultQPS,
+		burst:             defaultBurst,
+		bindMode:          string(plan.BindScheduler),
+		leaderElect:       true,
+		leaseName:         defaultLeaseName,
+		leaseDuration:     15 * time.Second,
+		renewDeadline:     10 * time.Second,
+		retryPeriod:       2 * time.Second,
+		metricsAddr:       defaultMetricsAddr,
+		healthProbeAddr:   defaultHealthAddr,
+		expectationsTTL:   controller.DefaultExpectationsTTL,
+		shutdownGraceTime: 10 * time.Second,
+	}
+}
+
+func (o *options) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Path to a kubeconfig file. Empty: the in-cluster configuration.")
+	fs.StringVar(&o.master, "master", o.master, "The address of the API server; overrides the server in --kubeconfig.")
+	fs.IntVar(&o.workers, "concurrent-daemonset-syncs", o.workers,
+		"DaemonSets synced in parallel. Upstream's 2 lets two large DaemonSets block all others; a sync is I/O bound, so more workers are cheap.")
+	fs.Float32Var(&o.qps, "kube-api-qps", o.qps, "Client-side QPS limit towards the API server. 0 or negative: no client-side limit (APF on the server still applies).")
+	fs.IntVar(&o.burst, "kube-api-burst", o.burst, "Client-side burst towards the API server; 0: the QPS rounded up.")
+	fs.StringVar(&o.bindMode, "bind-mode", o.bindMode,
+		`How daemon pods are bound: "scheduler" pins them with node affinity (matchFields metadata.name) and kube-scheduler binds them; "direct" sets spec.nodeName.`)
+	fs.IntVar(&o.burstReplicas, "burst-replicas", o.burstReplicas,
+		"Cap on the creates and on the deletes of one sync; 0: no cap (upstream's fixed 250 slows large clusters). Creates always go in slow-start batches 1, 2, 4, ... that stop at the first failing batch.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", o.leaderElect, "Elect a leader through a Lease before syncing, so that several replicas can run.")
+	fs.StringVar(&o.leaseName, "leader-elect-resource-name", o.leaseName, "Name of the Lease used for leader election.")
+	fs.StringVar(&o.leaseNamespace, "leader-elect-resource-namespace", o.leaseNamespace,
+		"Namespace of the Lease. Empty: $POD_NAMESPACE, else the in-cluster service account's namespace, else \"default\".")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", o.leaseDuration, "How long standbys wait after the last renewal before taking over.")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", o.renewDeadline, "How long the leader retries renewing before it gives up leading; less than the lease duration.")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", o.retryPeriod, "How long to wait between attempts to acquire or renew the Lease.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", o.metricsAddr, `Address of the Prometheus /metrics endpoint; "0" disables it.`)
+	fs.StringVar(&o.healthProbeAddr, "health-probe-bind-address", o.healthProbeAddr, `Address of /healthz and /readyz; "0" disables them.`)
+	fs.DurationVar(&o.expectationsTTL, "expectations-ttl", o.expectationsTTL, "How long unobserved creates and deletes hold a DaemonSet back before the controller acts anyway.")
+	fs.DurationVar(&o.shutdownGraceTime, "shutdown-grace-period", o.shutdownGraceTime, "How long HTTP servers get to finish requests on shutdown.")
+	fs.DurationVar(&o.syncDelay, "sync-delay", o.syncDelay, "Testing only: sleep this long in every sync, to check that a bench notices a slow controller.")
+	_ = fs.MarkHidden("sync-delay")
+}
+
+// validate checks every flag; errors name the flag.
+func (o *options) validate() error {
+	var errs []error
+	bad := func(flag, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
+	}
+	if o.workers < 1 {
+		bad("concurrent-daemonset-syncs", "must be at least 1, got %d", o.workers)
+	}
+	if o.burst < 0 {
+		bad("kube-api-burst", "must not be negative, got %d", o.burst)
+	}
+	switch plan.BindMode(o.bindMode) {
+	case plan.BindScheduler, plan.BindDirect:
+	default:
+		bad("bind-mode", "must be %q or %q, got %q", plan.BindScheduler, plan.BindDirect, o.bindMode)
+	}
+	if o.burstReplicas < 0 {
+		bad("burst-replicas", "must be 0 (no cap) or positive, got %d", o.burstReplicas)
+	}
+	if o.syncDelay < 0 {
+		bad("sync-delay", "must not be negative, got %v", o.syncDelay)
+	}
+	if o.expectationsTTL <= 0 {
+		bad("expectations-ttl", "must be positive, got %v", o.expectationsTTL)
+	}
+	if o.shutdownGraceTime < 0 {
+		bad("shutdown-grace-period", "must not be negative, got %v", o.shutdownGraceTime)
+	}
+	if o.leaderElect {
+		if o.leaseName == "" {
+			bad("leader-elect-resource-name", "must not be empty")
+		}
+		if o.retryPeriod <= 0 {
+			bad("leader-elect-retry-period", "must be positive, got %v", o.retryPeriod)
+		}
+		// The same rules as client-go's leader election, named by flag.
+		if o.renewDeadline <= time.Duration(1.2*float64(o.retryPeriod)) {
+			bad("leader-elect-renew-deadline", "must be greater than 1.2 × --leader-elect-retry-period (%v), got %v", o.retryPeriod, o.renewDeadline)
+		}
+		if o.leaseDuration <= o.renewDeadline {
+			bad("leader-elect-lease-duration", "must be greater than --leader-elect-renew-deadline (%v), got %v", o.renewDeadline, o.leaseDuration)
+		}
+	}
+	for _, a := range []struct{ flag, addr string }{
+		{"metrics-bind-address", o.metricsAddr},
+		{"health-probe-bind-address", o.healthProbeAddr},
+	} {
+		if a.addr == "0" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			bad(a.flag, `must be host:port, :port or "0", got %q`, a.addr)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// leaseNamespaceOrDefault resolves an empty --leader-elect-resource-namespace.
+func (o *options) leaseNamespaceOrDefault() string {
+	if o.leaseNamespace != "" {
+		return o.leaseNamespace
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns
+		}
+	}
+	return "default"
+}
+
+// parse parses and validates the flags; errors name the flag.
+func parse(args []string) (*options, error) {
+	fs := pflag.NewFlagSet("daemonset-controller", pflag.ContinueOnError)
+	o := newOptions()
+	o.addFlags(fs)
+	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	for _, name := range []string{"v", "vmodule"} {
+		fs.AddGoFlag(klogFlags.Lookup(name))
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("invalid flags:\n%w", err)
+	}
+	return o, nil
+}

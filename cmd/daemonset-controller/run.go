@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+
+	"github.com/dsbench/dsbench/controller"
+	"github.com/dsbench/dsbench/controller/plan"
+)
+
+// run builds the clients and the controller, serves metrics and probes, and
+// syncs DaemonSets (as the leader, if leader election is on) until ctx is
+// done. Shutdown order: workers stop, then the Lease is released, then the
+// HTTP servers close.
+func run(ctx context.Context, o *options) error {
+	logger := klog.FromContext(ctx)
+	restConfig, err := clientcmd.BuildConfigFromFlags(o.master, o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading client configuration (--kubeconfig %q, --master %q): %w", o.kubeconfig, o.master, err)
+	}
+	restConfig.QPS, restConfig.Burst = o.qps, o.burst
+	switch {
+	case o.qps <= 0:
+		restConfig.QPS = -1 // client-go: negative disables the client-side limiter (0 would mean 5)
+	case o.burst == 0:
+		restConfig.Burst = int(math.Ceil(float64(o.qps)))
+	}
+	restConfig = rest.AddUserAgent(restConfig, controller.ComponentName)
+	metrics := controller.NewMetrics()
+	restConfig.Wrap(metrics.WrapTransport)
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("creating API client: %w", err)
+	}
+
+	c, err := controller.NewController(controller.Config{
+		Client:          client,
+		Workers:         o.workers,
+		BurstReplicas:   o.burstReplicas,
+		BindMode:        plan.BindMode(o.bindMode),
+		Logger:          logger,
+		SyncDelay:       o.syncDelay,
+		Metrics:         metrics,
+		ExpectationsTTL: o.expectationsTTL,
+	})
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var watchdog *leaderelection.HealthzAdaptor
+	if o.leaderElect {
+		// Tolerate 20 s past the lease expiry before /healthz fails.
+		watchdog = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
+	}
+	var servers []*http.Server
+	var serveWG sync.WaitGroup
+	serve := func(name, addr string, h http.Handler) error {
+		if addr == "0" {
+			return nil
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listening for %s on %s: %w", name, addr, err)
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, srv)
+		serveWG.Go(func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				cancel(fmt.Errorf("serving %s on %s: %w", name, addr, err))
+			}
+		})
+		logger.Info("Serving", "endpoint", name, "address", ln.Addr().String())
+		return nil
+	}
+	if err := serve("metrics", o.metricsAddr, metricsMux(metrics)); err != nil {
+		return err
+	}
+	if err := serve("health probes", o.healthProbeAddr, healthMux(c, watchdog)); err != nil {
+		return err
+	}
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), o.shutdownGraceTime)
+		defer scancel()
+		for _, srv := range servers {
+			_ = srv.Shutdown(sctx)
+		}
+		serveWG.Wait()
+	}()
+
+	// Informers start at once on every replica: a standby keeps a warm
+	// cache, is ready, and takes over without a full relist.
+	c.StartInformers(ctx)
+
+	if !o.leaderElect {
+		err = c.Run(ctx)
+	} else {
+		// A client of its own, so that renewals never queue behind pod
+		// writes in the controller's rate limiter.
+		leClient, lerr := kubernetes.NewForConfig(rest.AddUserAgent(restConfig, "leader-election"))
+		if lerr != nil {
+			return fmt.Errorf("creating leader election client: %w", lerr)
+		}
+		err = runLeaderElected(ctx, o, leClient, c, watchdog)
+	}
+	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause // a server failed
+	}
+	return err
+}
+
+// runLeaderElected runs c while holding the Lease. On ctx done the workers
+// stop first and the Lease is released after (ReleaseOnCancel), so that a
+// successor never overlaps with our writes. Losing the Lease is an error:
+// the process exits and restarts as a standby, as kube-controller-manager.
+func runLeaderElected(ctx context.Context, o *options, leClient kubernetes.Interface, c *controller.Controller, watchdog *leaderelection.HealthzAdaptor) error {
+	logger := klog.FromContext(ctx)
+	id, err := identity()
+	if err != nil {
+		return err
+	}
+	ns := o.leaseNamespaceOrDefault()
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, ns, o.leaseName,
+		leClient.CoreV1(), leClient.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return fmt.Errorf("creating Lease lock %s/%s: %w", ns, o.leaseName, err)
+	}
+
+	// The elector's context outlives ctx until our workers have stopped.
+	leCtx, leCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer leCancel()
+	started, workersDone := make(chan struct{}), make(chan struct{})
+	var runErr error
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   o.leaseDuration,
+		RenewDeadline:   o.renewDeadline,
+		RetryPeriod:     o.retryPeriod,
+		ReleaseOnCancel: true,
+		Name:            o.leaseName,
+		WatchDog:        watchdog,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(lctx context.Context) {
+				close(started)
+				defer close(workersDone)
+				defer leCancel() // workers stopped: the Lease may go now
+				runCtx, cancel := context.WithCancel(lctx)
+				defer cancel()
+				defer context.AfterFunc(ctx, cancel)()
+				logger.Info("Started leading", "identity", id, "lease", klog.KRef(ns, o.leaseName))
+				runErr = c.Run(runCtx)
+			},
+			OnStoppedLeading: func() {
+				logger.Info("Stopped leading", "identity", id)
+			},
+			OnNewLeader: func(leader string) {
+				if leader != id {
+					logger.Info("Standing by", "leader", leader)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("configuring leader election: %w", err)
+	}
+	if watchdog != nil {
+		watchdog.SetLeaderElection(le)
+	}
+	stop := context.AfterFunc(ctx, func() {
+		select {
+		case <-started:
+			<-workersDone
+		default:
+		}
+		leCancel()
+	})
+	defer stop()
+
+	le.Run(leCtx)
+	select {
+	case <-started:
+		<-workersDone
+	default:
+	}
+	if ctx.Err() == nil {
+		return fmt.Errorf("lost the leader election Lease %s/%s", ns, o.leaseName)
+	}
+	return runErr
+}
+
+// identity is the hostname (the pod name in a Deployment) plus a random
+// suffix, so that a restarted process never reuses a lease it did not hold.
+func identity() (string, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("getting hostname for the leader election identity: %w", err)
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return host + "_" + hex.EncodeToString(b), nil
+}
+
+func metricsMux(m *controller.Metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	return mux
+}
+
+// healthMux serves /healthz (alive: fails only if we lead but could not
+// renew the Lease for too long) and /readyz (alive and caches synced; a
+// standby with synced caches is ready).
+func healthMux(c *controller.Controller, watchdog *leaderelection.HealthzAdaptor) http.Handler {
+	alive := func(r *http.Request) error {
+		if watchdog != nil {
+			if err := watchdog.Check(r); err != nil {
+				return fmt.Errorf("leader election: %w", err)
+			}
+		}
+		return nil
+	}
+	write := func(w http.ResponseWriter, err error) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, err)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { write(w, alive(r)) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		err := alive(r)
+		if err == nil && !c.HasSynced() {
+			err = errors.New("informer caches not synced")
+		}
+		write(w, err)
+	})
+	return mux
+}

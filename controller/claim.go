@@ -1,0 +1,198 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// claimer adopts orphans that match a DaemonSet's selector and releases
+// owned objects that no longer match, as upstream's ControllerRefManager.
+// Before the first adoption of a sync it re-reads the DaemonSet from the API
+// server (a quorum read), so that a DaemonSet deleted since the cache saw it
+// never adopts anything (upstream #42639).
+type claimer struct {
+	c        *Controller
+	ds       *appsv1.DaemonSet
+	selector labels.Selector
+
+	once     sync.Once
+	adoptErr error
+}
+
+func (m *claimer) canAdopt(ctx context.Context) error {
+	m.once.Do(func() {
+		fresh, err := m.c.client.AppsV1().DaemonSets(m.ds.Namespace).Get(ctx, m.ds.Name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			m.adoptErr = fmt.Errorf("rechecking DaemonSet %s/%s before adoption: %w", m.ds.Namespace, m.ds.Name, err)
+		case fresh.UID != m.ds.UID:
+			m.adoptErr = fmt.Errorf("rechecking DaemonSet %s/%s before adoption: it was replaced (uid %s, want %s)", m.ds.Namespace, m.ds.Name, fresh.UID, m.ds.UID)
+		case fresh.DeletionTimestamp != nil:
+			m.adoptErr = fmt.Errorf("rechecking DaemonSet %s/%s before adoption: it is being deleted", m.ds.Namespace, m.ds.Name)
+		}
+	})
+	return m.adoptErr
+}
+
+// claimAction is what claim decided for one object.
+type claimAction int
+
+const (
+	claimIgnore  claimAction = iota // not ours and not adoptable
+	claimOwned                      // ours and matching: nothing to do
+	claimAdopt                      // an orphan to adopt
+	claimRelease                    // ours but no longer matching
+)
+
+// classify decides what to do with obj without doing it.
+func (m *claimer) classify(obj metav1.Object) claimAction {
+	match := m.selector.Matches(labels.Set(obj.GetLabels()))
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		switch {
+		case ref.UID != m.ds.UID:
+			return claimIgnore
+		case match:
+			return claimOwned
+		case m.ds.DeletionTimestamp != nil:
+			return claimIgnore // never release while being deleted
+		default:
+			return claimRelease
+		}
+	}
+	if !match || m.ds.DeletionTimestamp != nil || obj.GetDeletionTimestamp() != nil || obj.GetNamespace() != m.ds.Namespace {
+		return claimIgnore
+	}
+	return claimAdopt
+}
+
+// adoptPatch sets us as the controller; metadata.uid makes the patch fail
+// if the object was replaced by another of the same name.
+func adoptPatch(ds *appsv1.DaemonSet, uid types.UID) ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{
+			"uid":             uid,
+			"ownerReferences": []metav1.OwnerReference{*metav1.NewControllerRef(ds, controllerKind)},
+		},
+	})
+}
+
+// releasePatch removes our ownerReference (strategic merge by uid).
+func releasePatch(ds *appsv1.DaemonSet, uid types.UID) ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{
+			"uid":             uid,
+			"ownerReferences": []map[string]string{{"$patch": "delete", "uid": string(ds.UID)}},
+		},
+	})
+}
+
+// claimPods returns the pods the DaemonSet controls after adopting and
+// releasing; it reads only the DaemonSet's own pods and the orphans of its
+// namespace from the index. On error the caller must not act on the result:
+// a pod it failed to adopt would look like a missing pod.
+func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, error) {
+	owned, err := c.podIndexer.ByIndex(podByOwnerIndex, string(ds.UID))
+	if err != nil {
+		return nil, fmt.Errorf("listing pods of DaemonSet from cache: %w", err)
+	}
+	orphans, err := c.podIndexer.ByIndex(podByOwnerIndex, orphanIndexKey(ds.Namespace))
+	if err != nil {
+		return nil, fmt.Errorf("listing orphan pods from cache: %w", err)
+	}
+	m := &claimer{c: c, ds: ds, selector: selector}
+	pods := make([]*corev1.Pod, 0, len(owned))
+	var errs []error
+	for _, obj := range append(owned, orphans...) {
+		pod := obj.(*corev1.Pod)
+		switch m.classify(pod) {
+		case claimOwned:
+			pods = append(pods, pod)
+		case claimAdopt:
+			if err := m.canAdopt(ctx); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			patch, err := adoptPatch(ds, pod.UID)
+			if err == nil {
+				_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			}
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				c.metrics.podErrors.WithLabelValues("patch").Inc()
+				errs = append(errs, fmt.Errorf("adopting pod %s: %w", podKey(pod), err))
+			default:
+				c.logger.V(2).Info("Adopted orphan pod", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
+				pods = append(pods, pod)
+			}
+		case claimRelease:
+			patch, err := releasePatch(ds, pod.UID)
+			if err == nil {
+				_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			}
+			// Gone, or already released / replaced (Invalid): nothing to do.
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+				c.metrics.podErrors.WithLabelValues("patch").Inc()
+				errs = append(errs, fmt.Errorf("releasing pod %s: %w", podKey(pod), err))
+			} else if err == nil {
+				c.logger.V(2).Info("Released pod that no longer matches the selector", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
+			}
+		}
+	}
+	return pods, errors.Join(errs...)
+}
+
+// claimRevisions is claimPods for ControllerRevisions. All revisions of the
+// namespace are read, so that an owned revision whose labels no longer
+// match is released.
+func (c *Controller) claimRevisions(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector) ([]*appsv1.ControllerRevision, error) {
+	all, err := c.crLister.ControllerRevisions(ds.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("listing ControllerRevisions from cache: %w", err)
+	}
+	m := &claimer{c: c, ds: ds, selector: selector}
+	var out []*appsv1.ControllerRevision
+	var errs []error
+	for _, cr := range all {
+		switch m.classify(cr) {
+		case claimOwned:
+			out = append(out, cr)
+		case claimAdopt:
+			if err := m.canAdopt(ctx); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			patch, err := adoptPatch(ds, cr.UID)
+			if err == nil {
+				_, err = c.client.AppsV1().ControllerRevisions(cr.Namespace).Patch(ctx, cr.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			}
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				errs = append(errs, fmt.Errorf("adopting ControllerRevision %s/%s: %w", cr.Namespace, cr.Name, err))
+			default:
+				out = append(out, cr)
+			}
+		case claimRelease:
+			patch, err := releasePatch(ds, cr.UID)
+			if err == nil {
+				_, err = c.client.AppsV1().ControllerRevisions(cr.Namespace).Patch(ctx, cr.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			}
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+				errs = append(errs, fmt.Errorf("releasing ControllerRevision %s/%s: %w", cr.Namespace, cr.Name, err))
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}

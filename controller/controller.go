@@ -1,0 +1,341 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/dsbench/dsbench/controller/plan"
+)
+
+// ComponentName is the event source and the default field manager / user
+// agent suffix, as upstream's "daemonset-controller".
+const ComponentName = "daemonset-controller"
+
+// DefaultWorkers is the default number of DaemonSets synced in parallel.
+// Upstream uses 2, so that two DaemonSets waiting on a large burst of
+// creates block every other DaemonSet (#128442). A sync is I/O bound (API
+// round trips under the client's rate limiter) and a worker is only a
+// goroutine, so more workers cost little and remove that head-of-line
+// blocking; the workqueue still syncs one key at a time.
+const DefaultWorkers = 10
+
+// nodeWorkers route node events to DaemonSets; each event costs O(#DS)
+// predicate evaluations on one node, so two are plenty.
+const nodeWorkers = 2
+
+// statusUpdateRetries bounds the conflict retries of one status write.
+const statusUpdateRetries = 3
+
+// Config configures a Controller. Client is required; every other field has
+// a default.
+type Config struct {
+	// Client talks to the API server.
+	Client kubernetes.Interface
+	// Informers is the factory the controller registers its informers in.
+	// nil: a factory over Client without resync that strips managedFields
+	// (and node images) to save memory. The controller starts it in
+	// StartInformers or Run.
+	Informers informers.SharedInformerFactory
+	// Workers is the number of DaemonSets synced in parallel; <= 0 means
+	// DefaultWorkers.
+	Workers int
+	// BurstReplicas caps the creates and the deletes of one sync; 0 means no
+	// cap. Creates always go in slow-start batches of 1, 2, 4, ... and stop
+	// after a batch with errors.
+	BurstReplicas int
+	// BindMode is how created pods are bound; "" means plan.BindScheduler.
+	BindMode plan.BindMode
+	// Clock drives expectations, the planner's now and the workqueues; nil
+	// means the real clock.
+	Clock clock.WithTicker
+	// Recorder receives the controller's events. nil: Run starts a
+	// broadcaster that writes core/v1 Events through Client.
+	Recorder record.EventRecorder
+	// Logger is the base logger; the zero value means klog.Background().
+	Logger klog.Logger
+	// SyncDelay is a deliberate sleep at the start of every sync, so that a
+	// bench can check that it detects a slow controller. 0 in production.
+	SyncDelay time.Duration
+	// Metrics receives the controller's metrics; nil means NewMetrics().
+	Metrics *Metrics
+	// ExpectationsTTL is how long unobserved writes hold a DaemonSet back;
+	// <= 0 means DefaultExpectationsTTL.
+	ExpectationsTTL time.Duration
+}
+
+// Controller keeps one daemon pod on every eligible node for every DaemonSet.
+type Controller struct {
+	client        kubernetes.Interface
+	factory       informers.SharedInformerFactory
+	clock         clock.WithTicker
+	logger        klog.Logger
+	recorder      record.EventRecorder
+	broadcaster   record.EventBroadcaster // nil when Config.Recorder was given
+	metrics       *Metrics
+	workers       int
+	burstReplicas int
+	bindMode      plan.BindMode
+	syncDelay     time.Duration
+
+	dsLister   appslisters.DaemonSetLister
+	crLister   appslisters.ControllerRevisionLister
+	nodeLister corelisters.NodeLister
+	podIndexer cache.Indexer
+	synced     []cache.InformerSynced
+
+	queue        workqueue.TypedRateLimitingInterface[string]
+	nodeQueue    workqueue.TypedRateLimitingInterface[string]
+	expectations *Expectations
+
+	nodeMu       sync.Mutex
+	pendingNodes map[string]nodeChange // node name -> state before the first unprocessed event
+
+	backoffMu sync.Mutex
+	backoff   map[string]plan.Backoff // DaemonSet key -> failed-pod backoff carried between syncs
+}
+
+// NewController wires informers, queues and handlers. It makes no API calls;
+// Run starts the work.
+func NewController(conf Config) (*Controller, error) {
+	if conf.Client == nil {
+		return nil, errors.New("creating DaemonSet controller: Config.Client is nil")
+	}
+	switch conf.BindMode {
+	case "":
+		conf.BindMode = plan.BindScheduler
+	case plan.BindScheduler, plan.BindDirect:
+	default:
+		return nil, fmt.Errorf("creating DaemonSet controller: unknown bind mode %q (want %q or %q)", conf.BindMode, plan.BindScheduler, plan.BindDirect)
+	}
+	if conf.BurstReplicas < 0 {
+		return nil, fmt.Errorf("creating DaemonSet controller: BurstReplicas %d is negative", conf.BurstReplicas)
+	}
+	if conf.SyncDelay < 0 {
+		return nil, fmt.Errorf("creating DaemonSet controller: SyncDelay %v is negative", conf.SyncDelay)
+	}
+	if conf.Workers <= 0 {
+		conf.Workers = DefaultWorkers
+	}
+	if conf.Clock == nil {
+		conf.Clock = clock.RealClock{}
+	}
+	if conf.Logger.GetSink() == nil {
+		conf.Logger = klog.Background()
+	}
+	if conf.Metrics == nil {
+		conf.Metrics = NewMetrics()
+	}
+	if conf.Informers == nil {
+		conf.Informers = informers.NewSharedInformerFactoryWithOptions(conf.Client, 0, informers.WithTransform(trimObject))
+	}
+
+	c := &Controller{
+		client:        conf.Client,
+		factory:       conf.Informers,
+		clock:         conf.Clock,
+		logger:        conf.Logger.WithName("daemonset"),
+		recorder:      conf.Recorder,
+		metrics:       conf.Metrics,
+		workers:       conf.Workers,
+		burstReplicas: conf.BurstReplicas,
+		bindMode:      conf.BindMode,
+		syncDelay:     conf.SyncDelay,
+		expectations:  NewExpectations(conf.Clock, conf.ExpectationsTTL),
+		pendingNodes:  map[string]nodeChange{},
+		backoff:       map[string]plan.Backoff{},
+	}
+	if c.recorder == nil {
+		c.broadcaster = record.NewBroadcaster(record.WithContext(klog.NewContext(context.Background(), c.logger)))
+		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ComponentName})
+	}
+	provider := workqueueProvider{conf.Metrics}
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(newRateLimiter(), workqueue.TypedRateLimitingQueueConfig[string]{
+		Name: "daemonset", MetricsProvider: provider, Clock: conf.Clock,
+	})
+	c.nodeQueue = workqueue.NewTypedRateLimitingQueueWithConfig(newRateLimiter(), workqueue.TypedRateLimitingQueueConfig[string]{
+		Name: "daemonset_node_events", MetricsProvider: provider, Clock: conf.Clock,
+	})
+
+	dsInf := conf.Informers.Apps().V1().DaemonSets()
+	crInf := conf.Informers.Apps().V1().ControllerRevisions()
+	podInf := conf.Informers.Core().V1().Pods()
+	nodeInf := conf.Informers.Core().V1().Nodes()
+	if err := podInf.Informer().AddIndexers(podIndexers()); err != nil {
+		return nil, fmt.Errorf("creating DaemonSet controller: adding pod indexers: %w", err)
+	}
+	c.dsLister = dsInf.Lister()
+	c.crLister = crInf.Lister()
+	c.nodeLister = nodeInf.Lister()
+	c.podIndexer = podInf.Informer().GetIndexer()
+
+	handlers := []struct {
+		name string
+		inf  cache.SharedIndexInformer
+		h    cache.ResourceEventHandler
+	}{
+		{"daemonsets", dsInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: c.addDaemonSet, UpdateFunc: c.updateDaemonSet, DeleteFunc: c.deleteDaemonSet}},
+		{"controllerrevisions", crInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: c.addRevision, UpdateFunc: c.updateRevision, DeleteFunc: c.deleteRevision}},
+		{"pods", podInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: c.addPod, UpdateFunc: c.updatePod, DeleteFunc: c.deletePod}},
+		{"nodes", nodeInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: c.addNode, UpdateFunc: c.updateNode, DeleteFunc: c.deleteNode}},
+	}
+	for _, h := range handlers {
+		reg, err := h.inf.AddEventHandler(h.h)
+		if err != nil {
+			return nil, fmt.Errorf("creating DaemonSet controller: adding %s event handler: %w", h.name, err)
+		}
+		// The registration's HasSynced also waits for our handler to have
+		// seen the initial list, not only for the store to be filled.
+		c.synced = append(c.synced, reg.HasSynced)
+	}
+	return c, nil
+}
+
+// newRateLimiter is the default controller rate limiter with the per-item
+// backoff capped at 2 minutes instead of 1000 s, so that a DaemonSet whose
+// writes failed for a while recovers quickly once the API server does.
+func newRateLimiter() workqueue.TypedRateLimiter[string] {
+	def := workqueue.DefaultTypedControllerRateLimiter[string]()
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 2*time.Minute),
+		def,
+	)
+}
+
+// trimObject drops what the controller never reads from cached objects:
+// managedFields everywhere and the image list of nodes, which dominate the
+// memory of large caches.
+func trimObject(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	if n, ok := obj.(*corev1.Node); ok {
+		n.Status.Images = nil
+	}
+	return obj, nil
+}
+
+// Metrics returns the controller's metrics.
+func (c *Controller) Metrics() *Metrics { return c.metrics }
+
+// StartInformers starts the informers; it may be called before Run (e.g. to
+// keep a warm cache while standing by for leader election) and again by Run.
+func (c *Controller) StartInformers(ctx context.Context) {
+	c.factory.Start(ctx.Done())
+}
+
+// HasSynced reports whether every informer has delivered its initial list
+// to the controller's handlers.
+func (c *Controller) HasSynced() bool {
+	for _, s := range c.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// Run starts the informers, waits for their caches, then syncs DaemonSets
+// with Config.Workers workers until ctx is done. It returns after the
+// workers have stopped; a Controller runs only once.
+func (c *Controller) Run(ctx context.Context) error {
+	logger := c.logger
+	ctx = klog.NewContext(ctx, logger)
+	if c.broadcaster != nil {
+		c.broadcaster.StartStructuredLogging(3)
+		c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+		defer c.broadcaster.Shutdown()
+	}
+	defer c.queue.ShutDown()
+	defer c.nodeQueue.ShutDown()
+
+	c.StartInformers(ctx)
+	logger.Info("Starting DaemonSet controller", "workers", c.workers, "burstReplicas", c.burstReplicas, "bindMode", c.bindMode)
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
+		// Only a cancelled context stops the wait: that is a shutdown.
+		return nil
+	}
+	// The initial list has enqueued every DaemonSet, and each will be fully
+	// synced against the current nodes, so node events seen so far (every
+	// node's add, and a standby's backlog) need no routing: that would be
+	// O(#nodes × #DS) predicate evaluations for nothing.
+	c.nodeMu.Lock()
+	clear(c.pendingNodes)
+	c.nodeMu.Unlock()
+
+	var wg sync.WaitGroup
+	for range c.workers {
+		wg.Go(func() {
+			for c.processNextWorkItem(ctx) {
+			}
+		})
+	}
+	for range nodeWorkers {
+		wg.Go(func() {
+			for c.processNextNodeEvent(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	logger.Info("Shutting down DaemonSet controller")
+	c.queue.ShutDown()
+	c.nodeQueue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// processNextWorkItem syncs one DaemonSet key; false means the queue is shut down.
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.syncDaemonSet(ctx, key); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Syncing DaemonSet failed, requeueing with backoff", "daemonset", key)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+func (c *Controller) enqueue(ds *appsv1.DaemonSet) {
+	key, err := cache.MetaNamespaceKeyFunc(ds)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("getting key of DaemonSet %s/%s: %w", ds.Namespace, ds.Name, err))
+		return
+	}
+	c.queue.Add(key)
+}
+
+func (c *Controller) enqueueAfter(ds *appsv1.DaemonSet, after time.Duration) {
+	key, err := cache.MetaNamespaceKeyFunc(ds)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("getting key of DaemonSet %s/%s: %w", ds.Namespace, ds.Name, err))
+		return
+	}
+	c.queue.AddAfter(key, after)
+}

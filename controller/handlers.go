@@ -1,0 +1,237 @@
+package controller
+
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// controllerKind is the GroupVersionKind of our ControllerRefs.
+var controllerKind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
+
+// tombstone unwraps a DeletedFinalStateUnknown; it returns nil if obj is
+// not a T.
+func tombstone[T any](obj any) *T {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	t, _ := obj.(*T)
+	return t
+}
+
+func (c *Controller) addDaemonSet(obj any) {
+	ds, ok := obj.(*appsv1.DaemonSet)
+	if !ok {
+		return
+	}
+	c.logger.V(4).Info("Adding DaemonSet", "daemonset", klog.KObj(ds))
+	c.enqueue(ds)
+}
+
+func (c *Controller) updateDaemonSet(oldObj, curObj any) {
+	old, ok1 := oldObj.(*appsv1.DaemonSet)
+	cur, ok2 := curObj.(*appsv1.DaemonSet)
+	if !ok1 || !ok2 {
+		return
+	}
+	if old.UID != cur.UID {
+		// Deleted and re-created between two events: forget the old one.
+		c.deleteDaemonSet(cache.DeletedFinalStateUnknown{Key: cur.Namespace + "/" + cur.Name, Obj: old})
+	}
+	c.logger.V(4).Info("Updating DaemonSet", "daemonset", klog.KObj(cur))
+	c.enqueue(cur)
+}
+
+func (c *Controller) deleteDaemonSet(obj any) {
+	ds := tombstone[appsv1.DaemonSet](obj)
+	if ds == nil {
+		return
+	}
+	c.logger.V(4).Info("Deleting DaemonSet", "daemonset", klog.KObj(ds))
+	key := ds.Namespace + "/" + ds.Name
+	// A new DaemonSet of the same name must not inherit our state.
+	c.expectations.Delete(key)
+	c.forgetBackoff(key)
+	c.queue.Add(key)
+}
+
+// resolveControllerRef returns the DaemonSet a ControllerRef points to, or
+// nil if it is of another kind or no longer exists with that UID.
+func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.DaemonSet {
+	// The UID check below is what matters; Kind only saves a lookup.
+	if ref == nil || ref.Kind != controllerKind.Kind {
+		return nil
+	}
+	ds, err := c.dsLister.DaemonSets(namespace).Get(ref.Name)
+	if err != nil || ds.UID != ref.UID {
+		return nil
+	}
+	return ds
+}
+
+func (c *Controller) daemonSetsForPod(pod *corev1.Pod) []*appsv1.DaemonSet {
+	sets, err := c.dsLister.GetPodDaemonSets(pod)
+	if err != nil {
+		return nil
+	}
+	return sets
+}
+
+func (c *Controller) addRevision(obj any) {
+	cr, ok := obj.(*appsv1.ControllerRevision)
+	if !ok {
+		return
+	}
+	if cr.DeletionTimestamp != nil {
+		c.deleteRevision(cr)
+		return
+	}
+	if ref := metav1.GetControllerOfNoCopy(cr); ref != nil {
+		if ds := c.resolveControllerRef(cr.Namespace, ref); ds != nil {
+			c.enqueue(ds)
+		}
+		return
+	}
+	// An orphan: wake every DaemonSet that may adopt it.
+	sets, err := c.dsLister.GetHistoryDaemonSets(cr)
+	if err != nil {
+		return
+	}
+	for _, ds := range sets {
+		c.enqueue(ds)
+	}
+}
+
+func (c *Controller) updateRevision(oldObj, curObj any) {
+	old, ok1 := oldObj.(*appsv1.ControllerRevision)
+	cur, ok2 := curObj.(*appsv1.ControllerRevision)
+	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
+		return
+	}
+	curRef, oldRef := metav1.GetControllerOfNoCopy(cur), metav1.GetControllerOfNoCopy(old)
+	refChanged := !apiequality.Semantic.DeepEqual(curRef, oldRef)
+	if refChanged && oldRef != nil {
+		if ds := c.resolveControllerRef(old.Namespace, oldRef); ds != nil {
+			c.enqueue(ds)
+		}
+	}
+	if curRef != nil {
+		if ds := c.resolveControllerRef(cur.Namespace, curRef); ds != nil {
+			c.enqueue(ds)
+		}
+		return
+	}
+	if refChanged || !apiequality.Semantic.DeepEqual(old.Labels, cur.Labels) {
+		if sets, err := c.dsLister.GetHistoryDaemonSets(cur); err == nil {
+			for _, ds := range sets {
+				c.enqueue(ds)
+			}
+		}
+	}
+}
+
+func (c *Controller) deleteRevision(obj any) {
+	cr := tombstone[appsv1.ControllerRevision](obj)
+	if cr == nil {
+		return
+	}
+	if ds := c.resolveControllerRef(cr.Namespace, metav1.GetControllerOfNoCopy(cr)); ds != nil {
+		c.enqueue(ds)
+	}
+}
+
+func podKey(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+func (c *Controller) addPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if pod.DeletionTimestamp != nil {
+		// Seen for the first time already terminating (e.g. after a
+		// restart): that is a deletion, not a creation to observe.
+		c.deletePod(pod)
+		return
+	}
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		ds := c.resolveControllerRef(pod.Namespace, ref)
+		if ds == nil {
+			return
+		}
+		c.logger.V(4).Info("Pod added", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
+		c.expectations.CreationObserved(ds.Namespace+"/"+ds.Name, 1)
+		c.enqueue(ds)
+		return
+	}
+	// An orphan: never a creation we wait for, but someone may adopt it.
+	for _, ds := range c.daemonSetsForPod(pod) {
+		c.enqueue(ds)
+	}
+}
+
+func (c *Controller) updatePod(oldObj, curObj any) {
+	old, ok1 := oldObj.(*corev1.Pod)
+	cur, ok2 := curObj.(*corev1.Pod)
+	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
+		return
+	}
+	if cur.DeletionTimestamp != nil {
+		// Graceful deletion has begun: count the deletion now, so that a
+		// replacement is not held back for the grace period.
+		c.deletePod(cur)
+		return
+	}
+	curRef, oldRef := metav1.GetControllerOfNoCopy(cur), metav1.GetControllerOfNoCopy(old)
+	refChanged := !apiequality.Semantic.DeepEqual(curRef, oldRef)
+	if refChanged && oldRef != nil {
+		if ds := c.resolveControllerRef(old.Namespace, oldRef); ds != nil {
+			c.enqueue(ds)
+		}
+	}
+	if curRef != nil {
+		ds := c.resolveControllerRef(cur.Namespace, curRef)
+		if ds == nil {
+			return
+		}
+		c.enqueue(ds)
+		// Availability is reached minReadySeconds after readiness, and no
+		// event marks that moment; +1s absorbs clock skew as upstream.
+		if !podReady(old) && podReady(cur) && ds.Spec.MinReadySeconds > 0 {
+			c.enqueueAfter(ds, time.Duration(ds.Spec.MinReadySeconds)*time.Second+time.Second)
+		}
+		return
+	}
+	if refChanged || !apiequality.Semantic.DeepEqual(old.Labels, cur.Labels) {
+		for _, ds := range c.daemonSetsForPod(cur) {
+			c.enqueue(ds)
+		}
+	}
+}
+
+func (c *Controller) deletePod(obj any) {
+	pod := tombstone[corev1.Pod](obj)
+	if pod == nil {
+		return
+	}
+	ds := c.resolveControllerRef(pod.Namespace, metav1.GetControllerOfNoCopy(pod))
+	if ds == nil {
+		return
+	}
+	c.logger.V(4).Info("Pod deleted", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
+	c.expectations.DeletionObserved(ds.Namespace+"/"+ds.Name, podKey(pod))
+	c.enqueue(ds)
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

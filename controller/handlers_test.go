@@ -1,0 +1,223 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+// nodeRoutingWorld: gpu-agent runs only on role=gpu nodes, agent everywhere
+// (and has its pod on n1), tolerant tolerates the "maintenance" NoExecute
+// taint.
+func nodeRoutingWorld() (gpu, agent, tolerant *appsv1.DaemonSet, n1 *corev1.Node, objs []runtime.Object) {
+	gpu = newDaemonSet("gpu-agent", withNodeSelector(map[string]string{"role": "gpu"}))
+	agent = newDaemonSet("agent")
+	tolerant = newDaemonSet("tolerant", func(ds *appsv1.DaemonSet) {
+		ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "maintenance", Operator: corev1.TolerationOpExists}}
+	})
+	n1 = newNode("n1", map[string]string{"role": "cpu"})
+	objs = []runtime.Object{gpu, agent, tolerant, n1, newPodFor(agent, "agent-n1", "n1"), newPodFor(tolerant, "tolerant-n1", "n1")}
+	return
+}
+
+func TestNodeUpdateRouting(t *testing.T) {
+	gpu, agent, _, n1, objs := nodeRoutingWorld()
+	tests := []struct {
+		name   string
+		mutate func(n *corev1.Node)
+		want   []string
+	}{
+		{
+			name: "heartbeat enqueues nothing",
+			mutate: func(n *corev1.Node) {
+				n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(t0.Add(time.Minute))
+				n.Status.Allocatable = corev1.ResourceList{}
+			},
+		},
+		{
+			name:   "annotation change enqueues nothing",
+			mutate: func(n *corev1.Node) { n.Annotations = map[string]string{"note": "x"} },
+		},
+		{
+			name:   "label change enqueues exactly the DaemonSet that becomes eligible",
+			mutate: func(n *corev1.Node) { n.Labels["role"] = "gpu" },
+			want:   []string{dsKey(gpu)},
+		},
+		{
+			name:   "unrelated label change enqueues nothing",
+			mutate: func(n *corev1.Node) { n.Labels["zone"] = "b" },
+		},
+		{
+			name: "NoExecute taint enqueues the DaemonSets whose pods must go",
+			mutate: func(n *corev1.Node) {
+				n.Spec.Taints = []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}}
+			},
+			want: []string{dsKey(agent)},
+		},
+		{
+			name: "NoSchedule taint changes shouldRun of agent only (its desired count drops)",
+			mutate: func(n *corev1.Node) {
+				n.Spec.Taints = []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoSchedule}}
+			},
+			want: []string{dsKey(agent)},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, objs)
+			cur := n1.DeepCopy()
+			cur.ResourceVersion = "2"
+			tt.mutate(cur)
+			f.addToCache(cur)
+			f.c.updateNode(n1, cur)
+			if !eligibilityInputsChanged(n1, cur) && f.c.nodeQueue.Len() != 0 {
+				t.Fatal("an update that changes no eligibility input reached the node queue")
+			}
+			f.routeNodes()
+			if diff := cmp.Diff(tt.want, f.queued()); diff != "" {
+				t.Errorf("enqueued DaemonSets (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNodeTaintTimeAddedIsIgnored(t *testing.T) {
+	old := newNode("n1", nil, corev1.Taint{Key: "k", Effect: corev1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.NewTime(t0))})
+	cur := old.DeepCopy()
+	cur.Spec.Taints[0].TimeAdded = ptr.To(metav1.NewTime(t0.Add(time.Second)))
+	if eligibilityInputsChanged(old, cur) {
+		t.Error("a TimeAdded-only change counts as an eligibility change")
+	}
+}
+
+func TestNodeAddAndDeleteRouting(t *testing.T) {
+	gpu, agent, tolerant, n1, objs := nodeRoutingWorld()
+
+	t.Run("new gpu node wakes every DaemonSet that should run there", func(t *testing.T) {
+		f := newFixture(t, objs)
+		n2 := newNode("n2", map[string]string{"role": "gpu"})
+		f.addToCache(n2)
+		f.c.addNode(n2)
+		f.routeNodes()
+		if diff := cmp.Diff([]string{dsKey(agent), dsKey(gpu), dsKey(tolerant)}, f.queued()); diff != "" {
+			t.Errorf("enqueued (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("new cpu node leaves gpu-agent alone", func(t *testing.T) {
+		f := newFixture(t, objs)
+		n2 := newNode("n2", map[string]string{"role": "cpu"})
+		f.addToCache(n2)
+		f.c.addNode(n2)
+		f.routeNodes()
+		if diff := cmp.Diff([]string{dsKey(agent), dsKey(tolerant)}, f.queued()); diff != "" {
+			t.Errorf("enqueued (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("new node that is not ready yet wakes nobody", func(t *testing.T) {
+		f := newFixture(t, objs)
+		n2 := newNode("n2", map[string]string{"role": "gpu"}, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
+		f.addToCache(n2)
+		f.c.addNode(n2)
+		f.routeNodes()
+		if got := f.queued(); len(got) != 0 {
+			t.Errorf("enqueued %v for a node no daemon pod may use yet", got)
+		}
+	})
+	t.Run("deleted node wakes the DaemonSets with pods there", func(t *testing.T) {
+		f := newFixture(t, objs)
+		f.c.deleteNode(cache.DeletedFinalStateUnknown{Key: "n1", Obj: n1})
+		if diff := cmp.Diff([]string{dsKey(agent), dsKey(tolerant)}, f.queued()); diff != "" {
+			t.Errorf("enqueued (-want +got):\n%s", diff)
+		}
+		if f.c.nodeQueue.Len() != 0 {
+			t.Error("a node delete went through the node queue")
+		}
+	})
+	t.Run("updates coalesce against the first unprocessed state", func(t *testing.T) {
+		f := newFixture(t, objs)
+		mid := n1.DeepCopy()
+		mid.ResourceVersion, mid.Labels = "2", map[string]string{"role": "gpu"}
+		last := n1.DeepCopy()
+		last.ResourceVersion = "3"
+		f.c.updateNode(n1, mid)
+		f.c.updateNode(mid, last) // back to where it started
+		f.addToCache(last)
+		f.routeNodes()
+		if got := f.queued(); len(got) != 0 {
+			t.Errorf("enqueued %v for a change that was undone before routing", got)
+		}
+	})
+}
+
+func TestPodEventRouting(t *testing.T) {
+	ds := newDaemonSet("agent", func(ds *appsv1.DaemonSet) { ds.Spec.MinReadySeconds = 10 })
+	other := newDaemonSet("other")
+	owned := newPodFor(ds, "agent-a", "n1")
+
+	t.Run("owned pod add observes the creation", func(t *testing.T) {
+		f := newFixture(t, []runtime.Object{ds, other})
+		f.c.expectations.Expect(dsKey(ds), 1, nil)
+		f.c.addPod(owned)
+		if !f.c.expectations.Satisfied(dsKey(ds)) {
+			t.Error("creation not observed")
+		}
+		if diff := cmp.Diff([]string{dsKey(ds)}, f.queued()); diff != "" {
+			t.Errorf("enqueued (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("orphan add wakes the matching DaemonSets only", func(t *testing.T) {
+		f := newFixture(t, []runtime.Object{ds, other})
+		f.c.addPod(orphan(owned.DeepCopy()))
+		if diff := cmp.Diff([]string{dsKey(ds)}, f.queued()); diff != "" {
+			t.Errorf("enqueued (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("pod of an unknown owner is ignored", func(t *testing.T) {
+		f := newFixture(t, []runtime.Object{other})
+		f.c.addPod(owned)
+		if got := f.queued(); len(got) != 0 {
+			t.Errorf("enqueued %v", got)
+		}
+	})
+	t.Run("resync update is ignored", func(t *testing.T) {
+		f := newFixture(t, []runtime.Object{ds})
+		f.c.updatePod(owned, owned)
+		if got := f.queued(); len(got) != 0 {
+			t.Errorf("enqueued %v", got)
+		}
+	})
+	t.Run("becoming ready enqueues now and after minReadySeconds", func(t *testing.T) {
+		f := newFixture(t, []runtime.Object{ds})
+		notReady := owned.DeepCopy()
+		notReady.Status.Conditions[0].Status = corev1.ConditionFalse
+		ready := owned.DeepCopy()
+		ready.ResourceVersion = "2"
+		f.c.updatePod(notReady, ready)
+		if diff := cmp.Diff([]string{dsKey(ds)}, f.queued()); diff != "" {
+			t.Errorf("enqueued now (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{dsKey(ds) + " 11s"}, f.delayed.takeAfter()); diff != "" {
+			t.Errorf("delayed (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestDaemonSetDeleteForgetsState(t *testing.T) {
+	ds := newDaemonSet("agent")
+	f := newFixture(t, []runtime.Object{ds})
+	f.c.expectations.Expect(dsKey(ds), 5, nil)
+	f.c.deleteDaemonSet(cache.DeletedFinalStateUnknown{Key: dsKey(ds), Obj: ds})
+	if !f.c.expectations.Satisfied(dsKey(ds)) {
+		t.Error("expectations survived the DaemonSet")
+	}
+	if diff := cmp.Diff([]string{dsKey(ds)}, f.queued()); diff != "" {
+		t.Errorf("enqueued (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,204 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/klog/v2"
+
+	"github.com/dsbench/dsbench/controller/plan"
+)
+
+// Node events are routed in two steps so that the informer goroutine never
+// does O(#DS) work (upstream #121474):
+//
+//  1. The handler drops updates that change nothing eligibility depends on
+//     (labels, taints; the name is immutable), which removes every
+//     heartbeat and status-only update at the cost of two small compares.
+//     For the rest it remembers the node as it was before the first
+//     unprocessed event and adds the node name to nodeQueue.
+//  2. A node worker evaluates the predicates of every DaemonSet on that one
+//     node, before and after, and enqueues only the DaemonSets whose
+//     eligibility changed or whose pod presence disagrees with it.
+//
+// Deletes are cheap and handled inline: the DaemonSets with a pod on the
+// node, found through the pod node index, are enqueued so that the planner
+// deletes those pods at once instead of waiting for the pod GC.
+
+// nodeChange is what a node worker compares the current node against.
+type nodeChange struct {
+	added bool         // the node is new to the controller: compare against "no node"
+	old   *corev1.Node // the node before the first unprocessed update (read-only cache object)
+}
+
+func (c *Controller) addNode(obj any) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	c.nodeMu.Lock()
+	c.pendingNodes[node.Name] = nodeChange{added: true}
+	c.nodeMu.Unlock()
+	c.nodeQueue.Add(node.Name)
+}
+
+func (c *Controller) updateNode(oldObj, curObj any) {
+	old, ok1 := oldObj.(*corev1.Node)
+	cur, ok2 := curObj.(*corev1.Node)
+	if !ok1 || !ok2 || !eligibilityInputsChanged(old, cur) {
+		return
+	}
+	c.nodeMu.Lock()
+	if _, pending := c.pendingNodes[cur.Name]; !pending {
+		c.pendingNodes[cur.Name] = nodeChange{old: old}
+	}
+	c.nodeMu.Unlock()
+	c.nodeQueue.Add(cur.Name)
+}
+
+// eligibilityInputsChanged reports whether anything NodeShouldRunDaemonPod
+// reads differs: labels (nodeSelector, node affinity) and taints. Taints are
+// compared without TimeAdded, which the node lifecycle controller rewrites
+// and no toleration reads.
+func eligibilityInputsChanged(old, cur *corev1.Node) bool {
+	if old.Name != cur.Name || !maps.Equal(old.Labels, cur.Labels) {
+		return true
+	}
+	return !slices.EqualFunc(old.Spec.Taints, cur.Spec.Taints, func(a, b corev1.Taint) bool {
+		return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect
+	})
+}
+
+func (c *Controller) deleteNode(obj any) {
+	node := tombstone[corev1.Node](obj)
+	if node == nil {
+		return
+	}
+	c.nodeMu.Lock()
+	delete(c.pendingNodes, node.Name)
+	c.nodeMu.Unlock()
+	for _, ds := range c.daemonSetsWithPodsOn(node.Name) {
+		c.logger.V(4).Info("Node deleted, syncing DaemonSet with a pod on it", "node", klog.KObj(node), "daemonset", klog.KObj(ds))
+		c.enqueue(ds)
+	}
+}
+
+// daemonSetsWithPodsOn resolves the owners of the pods on (or pinned to) a
+// node through the pod node index.
+func (c *Controller) daemonSetsWithPodsOn(nodeName string) []*appsv1.DaemonSet {
+	objs, err := c.podIndexer.ByIndex(podByNodeIndex, nodeName)
+	if err != nil {
+		return nil
+	}
+	seen := map[types.UID]bool{}
+	var out []*appsv1.DaemonSet
+	for _, obj := range objs {
+		pod := obj.(*corev1.Pod)
+		ref := metav1.GetControllerOfNoCopy(pod)
+		if ref == nil || ref.Kind != controllerKind.Kind || seen[ref.UID] {
+			continue
+		}
+		seen[ref.UID] = true
+		if ds := c.resolveControllerRef(pod.Namespace, ref); ds != nil {
+			out = append(out, ds)
+		}
+	}
+	return out
+}
+
+// processNextNodeEvent routes one node's pending change; false means the
+// queue is shut down.
+func (c *Controller) processNextNodeEvent(ctx context.Context) bool {
+	name, quit := c.nodeQueue.Get()
+	if quit {
+		return false
+	}
+	defer c.nodeQueue.Done(name)
+	if err := c.routeNodeChange(name); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Routing node event failed, requeueing with backoff", "node", name)
+		c.nodeQueue.AddRateLimited(name)
+		return true
+	}
+	c.nodeQueue.Forget(name)
+	return true
+}
+
+// routeNodeChange enqueues the DaemonSets affected by the pending change of
+// one node: O(#DS) predicate evaluations on this node only.
+func (c *Controller) routeNodeChange(name string) error {
+	c.nodeMu.Lock()
+	change, ok := c.pendingNodes[name]
+	delete(c.pendingNodes, name)
+	c.nodeMu.Unlock()
+	if !ok {
+		// Already routed by an earlier pass (the queue re-adds a key that
+		// was added while it was being processed).
+		return nil
+	}
+	node, err := c.nodeLister.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil // deleteNode has done the routing
+	}
+	if err != nil {
+		return fmt.Errorf("getting node %s from cache: %w", name, err)
+	}
+	sets, err := c.dsLister.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("listing DaemonSets from cache: %w", err)
+	}
+	for _, ds := range c.affectedDaemonSets(node, change, sets) {
+		c.logger.V(4).Info("Node changed, syncing affected DaemonSet", "node", klog.KObj(node), "daemonset", klog.KObj(ds))
+		c.enqueue(ds)
+	}
+	return nil
+}
+
+// affectedDaemonSets picks the DaemonSets a node change concerns: those whose
+// (shouldRun, shouldContinueRunning) on the node changed, and those whose
+// pods on the node disagree with the new eligibility (a pod missing where
+// one should run, or present where it must not continue). A DaemonSet with a
+// pod on the node whose eligibility did not change needs nothing: neither
+// its plan nor its status can differ.
+func (c *Controller) affectedDaemonSets(node *corev1.Node, change nodeChange, sets []*appsv1.DaemonSet) []*appsv1.DaemonSet {
+	hasPod := map[types.UID]bool{}
+	if objs, err := c.podIndexer.ByIndex(podByNodeIndex, node.Name); err == nil {
+		for _, obj := range objs {
+			pod := obj.(*corev1.Pod)
+			if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && pod.DeletionTimestamp == nil {
+				hasPod[ref.UID] = true
+			}
+		}
+	}
+	var out []*appsv1.DaemonSet
+	for _, ds := range sets {
+		if ds.DeletionTimestamp != nil {
+			continue
+		}
+		run, cont := plan.NodeShouldRunDaemonPod(node, ds)
+		has := hasPod[ds.UID]
+		var changed bool
+		if change.added {
+			// Compared with "no node": it matters if a pod should run here
+			// or one is already here (a node re-created under its name).
+			// A new node's not-ready:NoSchedule taint makes run false, so
+			// node creation bursts wake nobody until the node is ready.
+			changed = run || has
+		} else {
+			oldRun, oldCont := plan.NodeShouldRunDaemonPod(change.old, ds)
+			changed = oldRun != run || oldCont != cont
+		}
+		if changed || (run && !has) || (!cont && has) {
+			out = append(out, ds)
+		}
+	}
+	return out
+}

@@ -1,0 +1,157 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/dsbench/dsbench/controller/plan"
+)
+
+// syncDaemonSet brings one DaemonSet closer to its plan: claim pods and
+// revisions, write history, compute the plan, apply creates and deletes,
+// write status. A DaemonSet that no longer exists is not an error.
+func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) {
+	start := c.clock.Now()
+	logger := klog.FromContext(ctx).WithValues("daemonset", key)
+	ctx = klog.NewContext(ctx, logger)
+	defer func() {
+		result := "success"
+		if err != nil {
+			result = "error"
+		}
+		elapsed := c.clock.Since(start)
+		c.metrics.syncDuration.WithLabelValues(result).Observe(elapsed.Seconds())
+		logger.V(4).Info("Finished syncing DaemonSet", "duration", elapsed, "result", result)
+	}()
+
+	if c.syncDelay > 0 {
+		select {
+		case <-c.clock.After(c.syncDelay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // a malformed key never becomes valid: do not retry
+	}
+	ds, err := c.dsLister.DaemonSets(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		logger.V(3).Info("DaemonSet has been deleted")
+		c.expectations.Delete(key)
+		c.forgetBackoff(key)
+		c.metrics.deleteDaemonSetGauges(namespace, name)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("getting DaemonSet %s from cache: %w", key, err)
+	}
+	// Being deleted: the garbage collector removes its pods and revisions,
+	// and its status cannot be computed reliably (as upstream).
+	if ds.DeletionTimestamp != nil {
+		return nil
+	}
+	if ds.Spec.Selector == nil || (len(ds.Spec.Selector.MatchLabels) == 0 && len(ds.Spec.Selector.MatchExpressions) == 0) {
+		c.recorder.Event(ds, corev1.EventTypeWarning, plan.SelectingAllReason, "This DaemonSet is selecting all pods. A non-empty selector is required.")
+		return nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil {
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, InvalidSelectorReason, "Invalid selector: %v", err)
+		return nil // only a spec change can fix it, and that enqueues again
+	}
+
+	nodes, err := c.nodeLister.List(labels.Everything())
+	if err != nil {
+		return fmt.Errorf("listing nodes from cache: %w", err)
+	}
+	pods, err := c.claimPods(ctx, ds, selector)
+	if err != nil {
+		return fmt.Errorf("claiming pods: %w", err)
+	}
+	revisions, err := c.claimRevisions(ctx, ds, selector)
+	if err != nil {
+		return fmt.Errorf("claiming ControllerRevisions: %w", err)
+	}
+
+	satisfied := c.expectations.Satisfied(key)
+	if satisfied && c.expectations.Expired(key) {
+		adds, dels := c.expectations.Pending(key)
+		logger.V(2).Info("Expectations expired, acting anyway", "pendingCreates", adds, "pendingDeletes", dels)
+	}
+	hp, pods, err := c.syncHistory(ctx, ds, revisions, pods)
+	if err != nil {
+		return fmt.Errorf("constructing history: %w", err)
+	}
+	hash := hp.Hash
+
+	p := plan.Compute(plan.Input{
+		DaemonSet:             ds,
+		Nodes:                 nodes,
+		Pods:                  pods,
+		Hash:                  hash,
+		ExpectationsSatisfied: satisfied,
+		Backoff:               c.getBackoff(key),
+		Now:                   c.clock.Now(),
+	})
+	c.setBackoff(key, p.Backoff)
+	for _, e := range p.Events {
+		c.recorder.Event(ds, e.Type, e.Reason, e.Message)
+	}
+
+	var errs []error
+	if satisfied {
+		if err := c.applyPods(ctx, ds, key, hash, p); err != nil {
+			errs = append(errs, err)
+		}
+		// As upstream, old revisions go only when the pods are in sync
+		// with what we last did: a revision a pod uses is never deleted.
+		if err := c.cleanupHistory(ctx, ds, hp.Deletes); err != nil {
+			errs = append(errs, err)
+		}
+	} else if left := c.expectations.ExpiresIn(key); left > 0 {
+		// The watch events that satisfy expectations normally enqueue us;
+		// this makes sure a lost one cannot stall past the TTL, since the
+		// informers have no periodic resync.
+		c.queue.AddAfter(key, left)
+	}
+	if err := c.writeStatus(ctx, ds, p.Status); err != nil {
+		errs = append(errs, err)
+	}
+	c.metrics.setDaemonSetGauges(namespace, name, p.Status.DesiredNumberScheduled, p.Status.UpdatedNumberScheduled, p.Status.NumberAvailable)
+	if p.RequeueAfter > 0 {
+		c.queue.AddAfter(key, p.RequeueAfter)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Controller) getBackoff(key string) plan.Backoff {
+	c.backoffMu.Lock()
+	defer c.backoffMu.Unlock()
+	return c.backoff[key]
+}
+
+func (c *Controller) setBackoff(key string, b plan.Backoff) {
+	c.backoffMu.Lock()
+	defer c.backoffMu.Unlock()
+	if len(b.Entries) == 0 {
+		delete(c.backoff, key)
+		return
+	}
+	c.backoff[key] = b
+}
+
+func (c *Controller) forgetBackoff(key string) {
+	c.backoffMu.Lock()
+	defer c.backoffMu.Unlock()
+	delete(c.backoff, key)
+}

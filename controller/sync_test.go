@@ -1,0 +1,530 @@
+package controller
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/dsbench/dsbench/controller/plan"
+)
+
+func TestSyncCreatesOnEligibleNodesOnly(t *testing.T) {
+	ds := newDaemonSet("agent", withNodeSelector(map[string]string{"role": "worker"}))
+	objs := []runtime.Object{
+		ds,
+		newNode("n1", map[string]string{"role": "worker"}),
+		newNode("n2", map[string]string{"role": "worker"}, corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}),
+		newNode("n3", map[string]string{"role": "infra"}),
+		// Tolerated by the auto-added tolerations.
+		newNode("n4", map[string]string{"role": "worker"}, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute}),
+	}
+	for _, mode := range []plan.BindMode{plan.BindScheduler, plan.BindDirect} {
+		t.Run(string(mode), func(t *testing.T) {
+			f := newFixture(t, objs, func(c *Config) { c.BindMode = mode })
+			if err := f.sync(dsKey(ds)); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			actions := f.actions()
+			hash := currentHash(ds)
+			want := []string{
+				"create controllerrevisions agent-" + hash,
+				"create pods on n1",
+				"create pods on n4",
+				"update daemonsets/status agent",
+			}
+			if diff := cmp.Diff(want, summarize(actions)); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+
+			pod := actions[1].(core.CreateAction).GetObject().(*corev1.Pod)
+			if pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] != hash || pod.Labels[plan.TemplateGenerationLabelKey] != "1" || pod.Labels["app"] != "agent" {
+				t.Errorf("pod labels = %v", pod.Labels)
+			}
+			ref := metav1.GetControllerOf(pod)
+			if ref == nil || ref.UID != ds.UID || !ptr.Deref(ref.BlockOwnerDeletion, false) {
+				t.Errorf("pod ControllerRef = %+v", ref)
+			}
+			switch mode {
+			case plan.BindDirect:
+				if pod.Spec.NodeName != "n1" {
+					t.Errorf("direct mode: spec.nodeName = %q, want n1", pod.Spec.NodeName)
+				}
+			case plan.BindScheduler:
+				if pod.Spec.NodeName != "" || targetNodeName(pod) != "n1" {
+					t.Errorf("scheduler mode: nodeName %q, pinned to %q; want unbound, pinned to n1", pod.Spec.NodeName, targetNodeName(pod))
+				}
+			}
+
+			status := actions[3].(core.UpdateAction).GetObject().(*appsv1.DaemonSet).Status
+			wantStatus := appsv1.DaemonSetStatus{DesiredNumberScheduled: 2, NumberUnavailable: 2, ObservedGeneration: 1}
+			if diff := cmp.Diff(wantStatus, status); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+			if adds, dels := f.c.expectations.Pending(dsKey(ds)); adds != 2 || dels != 0 {
+				t.Errorf("pending expectations = %d adds, %d dels; want 2, 0", adds, dels)
+			}
+			if got := f.events(); len(got) != 2 || !strings.Contains(got[0], SuccessfulCreateReason) {
+				t.Errorf("events = %q, want two %s", got, SuccessfulCreateReason)
+			}
+		})
+	}
+}
+
+func TestSyncAdoptsOrphan(t *testing.T) {
+	ds := newDaemonSet("agent")
+	rev := currentRevision(t, ds)
+	pod := orphan(newPodFor(ds, "agent-orphan", "n1"))
+	f := newFixture(t, []runtime.Object{ds, rev, newNode("n1", nil), pod})
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	actions := f.actions()
+	want := []string{
+		"get daemonsets agent", // the quorum read before adopting
+		"patch pods agent-orphan",
+		"update daemonsets/status agent",
+	}
+	if diff := cmp.Diff(want, summarize(actions)); diff != "" {
+		t.Fatalf("actions (-want +got):\n%s", diff)
+	}
+	var patch struct {
+		Metadata struct {
+			UID             string                  `json:"uid"`
+			OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(actions[1].(core.PatchAction).GetPatch(), &patch); err != nil {
+		t.Fatal(err)
+	}
+	if patch.Metadata.UID != string(pod.UID) || len(patch.Metadata.OwnerReferences) != 1 ||
+		patch.Metadata.OwnerReferences[0].UID != ds.UID || !ptr.Deref(patch.Metadata.OwnerReferences[0].Controller, false) {
+		t.Errorf("adoption patch = %+v", patch)
+	}
+	// The adopted pod counts: status says the node is served.
+	status := actions[2].(core.UpdateAction).GetObject().(*appsv1.DaemonSet).Status
+	if status.CurrentNumberScheduled != 1 || status.NumberReady != 1 {
+		t.Errorf("status = %+v, want the adopted pod counted", status)
+	}
+}
+
+func TestSyncDoesNotAdoptWhenDaemonSetIsBeingDeleted(t *testing.T) {
+	ds := newDaemonSet("agent")
+	rev := currentRevision(t, ds)
+	pod := orphan(newPodFor(ds, "agent-orphan", "n1"))
+	f := newFixture(t, []runtime.Object{ds, rev, newNode("n1", nil), pod})
+	// The cache has not seen the deletion yet; the live read has.
+	live := ds.DeepCopy()
+	live.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	live.Finalizers = []string{"foregroundDeletion"}
+	if err := f.client.Tracker().Update(appsv1.SchemeGroupVersion.WithResource("daemonsets"), live, ds.Namespace); err != nil {
+		t.Fatal(err)
+	}
+	err := f.sync(dsKey(ds))
+	if err == nil || !strings.Contains(err.Error(), "being deleted") {
+		t.Fatalf("sync error = %v, want a refusal to adopt", err)
+	}
+	if diff := cmp.Diff([]string{"get daemonsets agent"}, summarize(f.actions())); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+}
+
+func TestSyncReleasesPodThatNoLongerMatches(t *testing.T) {
+	ds := newDaemonSet("agent")
+	rev := currentRevision(t, ds)
+	pod := newPodFor(ds, "agent-relabelled", "n1")
+	pod.Labels = map[string]string{"app": "debug"}
+	f := newFixture(t, []runtime.Object{ds, rev, newNode("n1", nil), pod})
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	actions := f.actions()
+	want := []string{
+		"patch pods agent-relabelled",
+		"create pods on n1", // the released pod no longer serves the node
+		"update daemonsets/status agent",
+	}
+	if diff := cmp.Diff(want, summarize(actions)); diff != "" {
+		t.Fatalf("actions (-want +got):\n%s", diff)
+	}
+	patch := string(actions[0].(core.PatchAction).GetPatch())
+	if !strings.Contains(patch, `"$patch":"delete"`) || !strings.Contains(patch, string(ds.UID)) {
+		t.Errorf("release patch = %s", patch)
+	}
+}
+
+func TestSyncNoDoubleCreateWhileExpectationsUnsatisfied(t *testing.T) {
+	ds := newDaemonSet("agent")
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil)})
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("first sync: %v", err)
+	}
+	created := filterActions(f.actions(), "create pods")
+	if len(created) != 1 {
+		t.Fatalf("first sync created %d pods, want 1", len(created))
+	}
+	// The informer has not seen the pod: a second sync must not create again.
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("second sync: %v", err)
+	}
+	if got := filterActions(f.actions(), "create pods"); len(got) != 0 {
+		t.Fatalf("second sync created %d pods while expectations were unsatisfied", len(got))
+	}
+	// Observing the creation satisfies them and wakes the DaemonSet.
+	pod := created[0].(core.CreateAction).GetObject().(*corev1.Pod)
+	f.c.addPod(pod)
+	if !f.c.expectations.Satisfied(dsKey(ds)) {
+		t.Error("expectations unsatisfied after the pod was observed")
+	}
+	if diff := cmp.Diff([]string{dsKey(ds)}, f.queued()); diff != "" {
+		t.Errorf("queued (-want +got):\n%s", diff)
+	}
+}
+
+func TestSyncFailedCreateLowersExpectations(t *testing.T) {
+	ds := newDaemonSet("agent")
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil)})
+	fails := 1
+	f.client.PrependReactor("create", "pods", func(core.Action) (bool, runtime.Object, error) {
+		if fails > 0 {
+			fails--
+			return true, nil, apierrors.NewServiceUnavailable("etcd is sad")
+		}
+		return false, nil, nil
+	})
+	err := f.sync(dsKey(ds))
+	if err == nil || !strings.Contains(err.Error(), "creating pod on node n1") {
+		t.Fatalf("sync error = %v, want the create failure (so the key is requeued with backoff)", err)
+	}
+	if !f.c.expectations.Satisfied(dsKey(ds)) {
+		t.Fatal("a failed create left expectations unsatisfied: the DaemonSet would stall until the TTL (upstream #72155)")
+	}
+	f.actions()
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if got := filterActions(f.actions(), "create pods"); len(got) != 1 {
+		t.Errorf("retry created %d pods, want 1", len(got))
+	}
+	if ev := f.events(); !slices.ContainsFunc(ev, func(e string) bool { return strings.Contains(e, FailedCreateReason) }) {
+		t.Errorf("events = %q, want a %s", ev, FailedCreateReason)
+	}
+}
+
+func TestSyncSlowStartAndBurstCap(t *testing.T) {
+	nodes := func(n int) []runtime.Object {
+		var out []runtime.Object
+		for i := range n {
+			out = append(out, newNode(string(rune('a'+i)), nil))
+		}
+		return out
+	}
+	tests := []struct {
+		name        string
+		nodes       int
+		burst       int
+		failNodes   []string // creates on these nodes fail
+		wantCreates int      // create calls made
+		wantErr     bool
+	}{
+		{name: "unlimited", nodes: 9, wantCreates: 9},
+		{name: "burst cap", nodes: 9, burst: 4, wantCreates: 4},
+		{name: "first batch fails", nodes: 9, failNodes: []string{"a"}, wantCreates: 1, wantErr: true},
+		// Batches a | b c | d e f g | h i: the second fails, the rest is skipped.
+		{name: "second batch fails", nodes: 9, failNodes: []string{"c"}, wantCreates: 3, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ds := newDaemonSet("agent")
+			objs := append([]runtime.Object{ds, currentRevision(t, ds)}, nodes(tt.nodes)...)
+			f := newFixture(t, objs, func(c *Config) { c.BurstReplicas = tt.burst })
+			f.client.PrependReactor("create", "pods", func(a core.Action) (bool, runtime.Object, error) {
+				if slices.Contains(tt.failNodes, targetNodeName(a.(core.CreateAction).GetObject().(*corev1.Pod))) {
+					return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("exceeded quota"))
+				}
+				return false, nil, nil
+			})
+			err := f.sync(dsKey(ds))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("sync error = %v, want error %v", err, tt.wantErr)
+			}
+			if got := len(filterActions(f.actions(), "create pods")); got != tt.wantCreates {
+				t.Errorf("create calls = %d, want %d", got, tt.wantCreates)
+			}
+			adds, _ := f.c.expectations.Pending(dsKey(ds))
+			if want := tt.wantCreates - len(tt.failNodes); adds != want {
+				t.Errorf("pending creates = %d, want %d (only successful creates are awaited)", adds, want)
+			}
+		})
+	}
+}
+
+func TestSlowStartBatches(t *testing.T) {
+	for n, want := range map[int][]int{0: nil, 1: {1}, 2: {1, 1}, 3: {1, 2}, 7: {1, 2, 4}, 10: {1, 2, 4, 3}} {
+		if diff := cmp.Diff(want, slowStartBatches(n)); diff != "" {
+			t.Errorf("slowStartBatches(%d) (-want +got):\n%s", n, diff)
+		}
+	}
+}
+
+func TestSyncDeletesPodOnIneligibleNodeWithUIDPrecondition(t *testing.T) {
+	ds := newDaemonSet("agent", withNodeSelector(map[string]string{"role": "worker"}))
+	pod := newPodFor(ds, "agent-old", "n1")
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", map[string]string{"role": "infra"}), pod})
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	dels := filterActions(f.actions(), "delete pods")
+	if len(dels) != 1 {
+		t.Fatalf("deletes = %v, want one", summarize(dels))
+	}
+	opts := dels[0].(core.DeleteAction).GetDeleteOptions()
+	if opts.Preconditions == nil || opts.Preconditions.UID == nil || *opts.Preconditions.UID != pod.UID {
+		t.Errorf("delete preconditions = %+v, want UID %s", opts.Preconditions, pod.UID)
+	}
+	if _, d := f.c.expectations.Pending(dsKey(ds)); d != 1 {
+		t.Errorf("pending deletes = %d, want 1", d)
+	}
+	// The graceful-delete update and the final delete count once.
+	terminating := pod.DeepCopy()
+	terminating.ResourceVersion = "2"
+	terminating.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	f.c.updatePod(pod, terminating)
+	f.c.deletePod(terminating)
+	if !f.c.expectations.Satisfied(dsKey(ds)) {
+		t.Error("expectations unsatisfied after the deletion was observed")
+	}
+}
+
+func TestSyncStatusWrittenOnlyOnChange(t *testing.T) {
+	ds := newDaemonSet("agent")
+	ds.Status = appsv1.DaemonSetStatus{
+		DesiredNumberScheduled: 1, CurrentNumberScheduled: 1, NumberReady: 1,
+		UpdatedNumberScheduled: 1, NumberAvailable: 1, ObservedGeneration: 1,
+	}
+	objs := []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil), newPodFor(ds, "agent-a", "n1")}
+
+	t.Run("unchanged", func(t *testing.T) {
+		f := newFixture(t, objs)
+		if err := f.sync(dsKey(ds)); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		if got := summarize(f.actions()); len(got) != 0 {
+			t.Errorf("actions = %q, want none", got)
+		}
+	})
+
+	t.Run("changed, with a conflict", func(t *testing.T) {
+		f := newFixture(t, append(slices.Clone(objs), newNode("n2", nil)))
+		// Someone else wrote a condition the cache has not seen.
+		live := ds.DeepCopy()
+		live.Status.Conditions = []appsv1.DaemonSetCondition{{Type: "Healthy", Status: corev1.ConditionTrue}}
+		if err := f.client.Tracker().Update(appsv1.SchemeGroupVersion.WithResource("daemonsets"), live, ds.Namespace); err != nil {
+			t.Fatal(err)
+		}
+		conflicts := 1
+		f.client.PrependReactor("update", "daemonsets", func(a core.Action) (bool, runtime.Object, error) {
+			if a.GetSubresource() == "status" && conflicts > 0 {
+				conflicts--
+				return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "daemonsets"}, ds.Name, errors.New("stale"))
+			}
+			return false, nil, nil
+		})
+		if err := f.sync(dsKey(ds)); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		actions := f.actions()
+		want := []string{"create pods on n2", "update daemonsets/status agent", "get daemonsets agent", "update daemonsets/status agent"}
+		if diff := cmp.Diff(want, summarize(actions)); diff != "" {
+			t.Fatalf("actions (-want +got):\n%s", diff)
+		}
+		got := actions[3].(core.UpdateAction).GetObject().(*appsv1.DaemonSet).Status
+		if got.DesiredNumberScheduled != 2 || len(got.Conditions) != 1 || got.Conditions[0].Type != "Healthy" {
+			t.Errorf("retried status = %+v, want desired 2 and the other writer's condition kept", got)
+		}
+	})
+}
+
+func TestSyncHistory(t *testing.T) {
+	ds := newDaemonSet("agent")
+	hash := currentHash(ds)
+
+	t.Run("creates the current revision", func(t *testing.T) {
+		f := newFixture(t, []runtime.Object{ds})
+		if err := f.sync(dsKey(ds)); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		actions := f.actions()
+		if diff := cmp.Diff([]string{"create controllerrevisions agent-" + hash, "update daemonsets/status agent"}, summarize(actions)); diff != "" {
+			t.Fatalf("actions (-want +got):\n%s", diff)
+		}
+		rev := actions[0].(core.CreateAction).GetObject().(*appsv1.ControllerRevision)
+		if diff := cmp.Diff(map[string]string{"app": "agent", appsv1.DefaultDaemonSetUniqueLabelKey: hash}, rev.Labels); diff != "" {
+			t.Errorf("revision labels (-want +got):\n%s", diff)
+		}
+		if rev.Revision != 1 || metav1.GetControllerOf(rev) == nil || metav1.GetControllerOf(rev).UID != ds.UID {
+			t.Errorf("revision %d, controller %+v; want 1, the DaemonSet", rev.Revision, metav1.GetControllerOf(rev))
+		}
+		data, _ := plan.RevisionData(ds)
+		if string(rev.Data.Raw) != string(data.Raw) {
+			t.Errorf("revision data = %s, want %s", rev.Data.Raw, data.Raw)
+		}
+	})
+
+	t.Run("already created, not yet in cache", func(t *testing.T) {
+		f := newFixture(t, []runtime.Object{ds})
+		if err := f.client.Tracker().Add(currentRevision(t, ds)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.sync(dsKey(ds)); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		want := []string{"create controllerrevisions agent-" + hash, "get controllerrevisions agent-" + hash, "update daemonsets/status agent"}
+		if diff := cmp.Diff(want, summarize(f.actions())); diff != "" {
+			t.Errorf("actions (-want +got):\n%s", diff)
+		}
+	})
+
+	other := currentRevision(t, ds)
+	other.Data.Raw = []byte(`{"spec":{"template":{"$patch":"replace","metadata":{"labels":{"app":"agent"}}}}}`)
+
+	t.Run("collision in cache bumps collisionCount", func(t *testing.T) {
+		f := newFixture(t, []runtime.Object{ds, other})
+		err := f.sync(dsKey(ds))
+		if !errors.Is(err, errHashCollision) {
+			t.Fatalf("sync error = %v, want errHashCollision (to retry with the new count)", err)
+		}
+		actions := f.actions()
+		if diff := cmp.Diff([]string{"get daemonsets agent", "update daemonsets/status agent"}, summarize(actions)); diff != "" {
+			t.Fatalf("actions (-want +got):\n%s", diff)
+		}
+		if cc := actions[1].(core.UpdateAction).GetObject().(*appsv1.DaemonSet).Status.CollisionCount; cc == nil || *cc != 1 {
+			t.Errorf("collisionCount = %v, want 1", cc)
+		}
+	})
+
+	t.Run("collision on create bumps collisionCount", func(t *testing.T) {
+		f := newFixture(t, []runtime.Object{ds})
+		if err := f.client.Tracker().Add(other); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.sync(dsKey(ds)); !errors.Is(err, errHashCollision) {
+			t.Fatalf("sync error = %v, want errHashCollision", err)
+		}
+		want := []string{"create controllerrevisions agent-" + hash, "get controllerrevisions agent-" + hash, "get daemonsets agent", "update daemonsets/status agent"}
+		if diff := cmp.Diff(want, summarize(f.actions())); diff != "" {
+			t.Errorf("actions (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("stale collisionCount is not bumped twice", func(t *testing.T) {
+		f := newFixture(t, []runtime.Object{ds, other})
+		live := ds.DeepCopy()
+		live.Status.CollisionCount = ptr.To[int32](1)
+		if err := f.client.Tracker().Update(appsv1.SchemeGroupVersion.WithResource("daemonsets"), live, ds.Namespace); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.sync(dsKey(ds)); !errors.Is(err, errStaleCollisionCount) {
+			t.Fatalf("sync error = %v, want errStaleCollisionCount", err)
+		}
+		if diff := cmp.Diff([]string{"get daemonsets agent"}, summarize(f.actions())); diff != "" {
+			t.Errorf("actions (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("rollback raises the revision number", func(t *testing.T) {
+		cur := currentRevision(t, ds) // revision 1
+		old := other.DeepCopy()
+		old.Name, old.UID, old.Revision = "agent-old", "uid-agent-old", 2
+		f := newFixture(t, []runtime.Object{ds, cur, old})
+		if err := f.sync(dsKey(ds)); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		actions := f.actions()
+		if diff := cmp.Diff([]string{"update controllerrevisions agent-" + hash, "update daemonsets/status agent"}, summarize(actions)); diff != "" {
+			t.Fatalf("actions (-want +got):\n%s", diff)
+		}
+		if r := actions[0].(core.UpdateAction).GetObject().(*appsv1.ControllerRevision).Revision; r != 3 {
+			t.Errorf("revision = %d, want 3", r)
+		}
+	})
+}
+
+func TestSyncExpectationsExpireWithFakeClock(t *testing.T) {
+	ds := newDaemonSet("agent")
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil)}, func(c *Config) { c.ExpectationsTTL = time.Minute })
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatal(err)
+	}
+	f.actions()
+	f.clock.Step(time.Minute) // exactly the TTL: still waiting
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatal(err)
+	}
+	if got := filterActions(f.actions(), "create pods"); len(got) != 0 {
+		t.Fatalf("created %d pods before the TTL passed", len(got))
+	}
+	// Nothing else may wake it if the pod event was lost (no resync): the
+	// sync itself schedules a retry for when the expectation expires.
+	if diff := cmp.Diff([]string{dsKey(ds) + " 1ns"}, f.delayed.takeAfter()); diff != "" {
+		t.Errorf("delayed (-want +got):\n%s", diff)
+	}
+	f.clock.Step(time.Second)
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatal(err)
+	}
+	if got := filterActions(f.actions(), "create pods"); len(got) != 1 {
+		t.Errorf("created %d pods after the TTL passed, want 1 (the lost creation is given up)", len(got))
+	}
+}
+
+func TestSyncEdgeCases(t *testing.T) {
+	t.Run("missing DaemonSet is not an error", func(t *testing.T) {
+		f := newFixture(t, nil)
+		f.c.expectations.Expect("default/gone", 3, nil)
+		if err := f.sync("default/gone"); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		if adds, _ := f.c.expectations.Pending("default/gone"); adds != 0 {
+			t.Error("expectations of a deleted DaemonSet were kept")
+		}
+		if got := summarize(f.actions()); len(got) != 0 {
+			t.Errorf("actions = %q, want none", got)
+		}
+	})
+	t.Run("empty selector warns and does nothing", func(t *testing.T) {
+		ds := newDaemonSet("all", func(ds *appsv1.DaemonSet) { ds.Spec.Selector = &metav1.LabelSelector{} })
+		f := newFixture(t, []runtime.Object{ds, newNode("n1", nil)})
+		if err := f.sync(dsKey(ds)); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		if got := summarize(f.actions()); len(got) != 0 {
+			t.Errorf("actions = %q, want none", got)
+		}
+		if ev := f.events(); len(ev) != 1 || !strings.Contains(ev[0], plan.SelectingAllReason) {
+			t.Errorf("events = %q, want one %s", ev, plan.SelectingAllReason)
+		}
+	})
+	t.Run("DaemonSet being deleted is left alone", func(t *testing.T) {
+		ds := newDaemonSet("agent", func(ds *appsv1.DaemonSet) { ds.DeletionTimestamp = ptr.To(metav1.NewTime(t0)) })
+		f := newFixture(t, []runtime.Object{ds, newNode("n1", nil), orphan(newPodFor(ds, "x", "n1"))})
+		if err := f.sync(dsKey(ds)); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		if got := summarize(f.actions()); len(got) != 0 {
+			t.Errorf("actions = %q, want none", got)
+		}
+	})
+}
