@@ -46,6 +46,9 @@ type ClusterConfig struct {
 	// Parallelism of the kwok controller's node and pod stage workers and of
 	// its lease renewals. 0 means DefaultKwokParallelism.
 	KwokParallelism int
+	// DisableScheduler leaves kube-scheduler out, for controllers that bind
+	// pods themselves (--bind-mode=direct).
+	DisableScheduler bool
 	// Timeout bounds the whole `up`. 0 means 3 minutes.
 	Timeout time.Duration
 	// Log receives kwokctl's output. nil discards it.
@@ -259,13 +262,17 @@ func (c *Cluster) kwokctlConfig() ([]byte, error) {
 			{Name: "kube-controller-manager", ExtraArgs: kcmArgs},
 		},
 	}
+	if c.conf.DisableScheduler {
+		ctl.Options.Disable = []string{"kube-scheduler"}
+	}
 	p := uint(c.conf.KwokParallelism)
 	kw := configv1alpha1.KwokConfiguration{
 		TypeMeta: metav1.TypeMeta{APIVersion: configv1alpha1.GroupVersion.String(), Kind: configv1alpha1.KwokConfigurationKind},
 		Options: configv1alpha1.KwokConfigurationOptions{
-			PodPlayStageParallelism:  p,
-			NodePlayStageParallelism: p,
-			NodeLeaseParallelism:     p,
+			PodPlayStageParallelism:          p,
+			NodePlayStageParallelism:         p,
+			NodeLeaseParallelism:             p,
+			DisregardStatusWithLabelSelector: FrozenStatusLabel + "=true",
 		},
 	}
 	var out bytes.Buffer

@@ -96,7 +96,7 @@ func TestNodePoolsAreReadyWithExactLabelsAndTaints(t *testing.T) {
 	// Bulk patch: label change and cordon on the whole ssd pool.
 	hdd := "hdd"
 	cordon := true
-	if err := kwok.PatchNodes(ctx, client, pools[0].NodeNames(), kwok.NodePatch{Labels: map[string]*string{"disk": &hdd}, Unschedulable: &cordon}, 0); err != nil {
+	if _, err := kwok.PatchNodes(ctx, client, pools[0].NodeNames(), kwok.NodePatch{Labels: map[string]*string{"disk": &hdd}, Unschedulable: &cordon}, 0); err != nil {
 		t.Fatal(err)
 	}
 	node, err := client.CoreV1().Nodes().Get(ctx, pools[0].NodeName(7), metav1.GetOptions{})

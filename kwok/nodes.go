@@ -23,6 +23,9 @@ const (
 	ManagedAnnotation = "kwok.x-k8s.io/node"
 	// PoolLabel names the pool a node belongs to.
 	PoolLabel = "dsbench.dev/pool"
+	// FrozenStatusLabel makes kwok leave the node's status alone, so that a
+	// node marked NotReady stays NotReady.
+	FrozenStatusLabel = "dsbench.dev/frozen-status"
 )
 
 // DefaultCapacity is what a fake node offers when a pool says nothing.
@@ -187,19 +190,24 @@ type NodePatch struct {
 	Unschedulable *bool
 }
 
-// PatchNodes applies the patch to each named node. Taint changes need the
-// current taints, so those go through a read-modify-write with a resource
-// version precondition and are retried on conflict.
-func PatchNodes(ctx context.Context, client kubernetes.Interface, names []string, patch NodePatch, parallelism int) error {
-	return forEach(ctx, 0, len(names), parallelism, func(ctx context.Context, i int) error {
-		if err := patchNode(ctx, client, names[i], patch); err != nil {
+// PatchNodes applies the patch to each named node and returns the nodes as
+// written, in the order of names. Taint changes need the current taints, so
+// those go through a read-modify-write with a resource version precondition
+// and are retried on conflict.
+func PatchNodes(ctx context.Context, client kubernetes.Interface, names []string, patch NodePatch, parallelism int) ([]*corev1.Node, error) {
+	out := make([]*corev1.Node, len(names))
+	err := forEach(ctx, 0, len(names), parallelism, func(ctx context.Context, i int) error {
+		node, err := patchNode(ctx, client, names[i], patch)
+		if err != nil {
 			return fmt.Errorf("patching node %s: %w", names[i], err)
 		}
+		out[i] = node
 		return nil
 	})
+	return out, err
 }
 
-func patchNode(ctx context.Context, client kubernetes.Interface, name string, patch NodePatch) error {
+func patchNode(ctx context.Context, client kubernetes.Interface, name string, patch NodePatch) (*corev1.Node, error) {
 	if len(patch.SetTaints) == 0 && len(patch.RemoveTaints) == 0 {
 		body := map[string]any{}
 		if len(patch.Labels) > 0 {
@@ -210,15 +218,14 @@ func patchNode(ctx context.Context, client kubernetes.Interface, name string, pa
 		}
 		data, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		_, err = client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
-		return err
+		return client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 	}
 	for attempt := 0; ; attempt++ {
 		node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		node = node.DeepCopy()
 		for k, v := range patch.Labels {
@@ -235,11 +242,11 @@ func patchNode(ctx context.Context, client kubernetes.Interface, name string, pa
 			node.Spec.Unschedulable = *patch.Unschedulable
 		}
 		node.Spec.Taints = EditTaints(node.Spec.Taints, patch.SetTaints, patch.RemoveTaints)
-		_, err = client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		updated, err := client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) && attempt < 10 {
 			continue
 		}
-		return err
+		return updated, err
 	}
 }
 
@@ -313,4 +320,58 @@ func NodeSchedulable(n *corev1.Node) bool {
 		}
 	}
 	return true
+}
+
+// SetNodeReady freezes or thaws a node's status. ready=false labels the node
+// so that kwok stops managing its status, then writes Ready=False, as a node
+// whose kubelet stopped would look. ready=true removes the label, and kwok
+// makes the node Ready again.
+func SetNodeReady(ctx context.Context, client kubernetes.Interface, name string, ready bool) error {
+	if ready {
+		patch := []byte(`{"metadata":{"labels":{"` + FrozenStatusLabel + `":null}}}`)
+		_, err := client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		if err != nil {
+			return fmt.Errorf("thawing node %s: %w", name, err)
+		}
+		// kwok's node-initialize stage picks up nodes whose Ready is not True.
+		return setReadyCondition(ctx, client, name, corev1.ConditionUnknown, "NodeStatusThawed")
+	}
+	patch := []byte(`{"metadata":{"labels":{"` + FrozenStatusLabel + `":"true"}}}`)
+	if _, err := client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("freezing node %s: %w", name, err)
+	}
+	return setReadyCondition(ctx, client, name, corev1.ConditionFalse, "KubeletStopped")
+}
+
+func setReadyCondition(ctx context.Context, client kubernetes.Interface, name string, status corev1.ConditionStatus, reason string) error {
+	for attempt := 0; ; attempt++ {
+		node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("getting node %s: %w", name, err)
+		}
+		node = node.DeepCopy()
+		now := metav1.Now()
+		found := false
+		for i := range node.Status.Conditions {
+			c := &node.Status.Conditions[i]
+			if c.Type == corev1.NodeReady {
+				found = true
+				if c.Status != status {
+					c.LastTransitionTime = now
+				}
+				c.Status, c.Reason, c.LastHeartbeatTime = status, reason, now
+			}
+		}
+		if !found {
+			node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: status, Reason: reason, LastTransitionTime: now, LastHeartbeatTime: now})
+		}
+		_, err = client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) && attempt < 10 {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("setting Ready=%s on node %s: %w", status, name, err)
+		}
+		return nil
+	}
 }

@@ -43,6 +43,12 @@ func commands() []command {
 	return []command{
 		{"cluster", "bring a KWOK cluster up or down, or show its status", runCluster},
 		{"nodes", "create, delete or patch fake nodes in bulk", runNodes},
+		{"validate", "check scenario files without a cluster", runValidate},
+		{"library", "list the built-in scenarios", runLibrary},
+		{"run", "play scenarios against a controller and write reports", runRun},
+		{"bench", "the default suite, ours against upstream, with the regression gate", runBench},
+		{"report", "re-render the reports from a report.json", runReport},
+		{"compare", "compare two saved runs", runCompare},
 	}
 }
 

@@ -127,7 +127,7 @@ func runNodes(ctx context.Context, env Env, args []string) error {
 			fmt.Fprintf(env.Stdout, "deleted %d nodes\n", len(names))
 			return nil
 		}
-		if err := kwok.PatchNodes(ctx, client, names, patch, parallelism); err != nil {
+		if _, err := kwok.PatchNodes(ctx, client, names, patch, parallelism); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.Stdout, "patched %d nodes\n", len(names))

@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dsbench/dsbench/kwok"
+	"github.com/dsbench/dsbench/kwok/kwoktest"
+	"github.com/dsbench/dsbench/reports"
+)
+
+const testCluster = "cli-pkg-test"
+
+func TestMain(m *testing.M) { kwoktest.Main(m, testCluster, nil) }
+
+// clusterArgs point a command at the package's shared cluster.
+func clusterArgs(t *testing.T) []string {
+	t.Helper()
+	kwoktest.Cluster(t)
+	conf := kwoktest.Config(testCluster)
+	ours := filepath.Join(kwok.CacheDir(), "daemonset-controller")
+	if _, err := os.Stat(ours); err != nil {
+		t.Fatalf("%s: %v (run `make build`)", ours, err)
+	}
+	return []string{"--name", testCluster, "--workdir", conf.Workdir, "--bin-dir", conf.Binaries.Dir, "--controller-binary", ours}
+}
+
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errOut, Getenv: os.Getenv}
+	err := Main(t.Context(), env, args)
+	t.Logf("dsbench %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out.String(), errOut.String())
+	return out.String(), err
+}
+
+func onlyReport(t *testing.T, base string) (string, *reports.Report) {
+	t.Helper()
+	entries, err := os.ReadDir(base)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("want one report folder in %s, got %v (%v)", base, entries, err)
+	}
+	dir := filepath.Join(base, entries[0].Name())
+	r, err := reports.Read(filepath.Join(dir, reports.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, r
+}
+
+// The CI smoke bench: one scenario, 100 nodes, 3 repetitions of each
+// controller, interleaved; all four outputs rendered and the invariants hold
+// for our controller.
+func TestSmokeBench(t *testing.T) {
+	args := clusterArgs(t)
+	out := t.TempDir()
+	if _, err := runCLI(t, append([]string{"bench", "--smoke", "--out", out, "--baseline", ""}, args...)...); err != nil {
+		t.Fatalf("bench --smoke: %v", err)
+	}
+	dir, r := onlyReport(t, out)
+	for _, f := range []string{reports.ReportFile, reports.MarkdownFile, reports.HTMLFile, reports.BenchFile} {
+		if info, err := os.Stat(filepath.Join(dir, f)); err != nil || info.Size() == 0 {
+			t.Errorf("output %s missing or empty: %v", f, err)
+		}
+	}
+	if len(r.Runs) != 6 {
+		t.Fatalf("want 6 runs (3 repetitions x 2 controllers), got %d", len(r.Runs))
+	}
+	// Interleaved: ours, upstream, ours, ...
+	for i, run := range r.Runs {
+		want := reports.ControllerOurs
+		if i%2 == 1 {
+			want = reports.ControllerUpstream
+		}
+		if run.Controller != want || run.Repetition != i/2 {
+			t.Errorf("run %d is %s, want %s#%d", i, run.ID(), want, i/2)
+		}
+		if !run.OK() {
+			t.Errorf("run %s failed: %s", run.ID(), run.Error)
+		}
+		if run.Nodes != 100 {
+			t.Errorf("run %s has %d nodes, want 100", run.ID(), run.Nodes)
+		}
+		if len(run.Rollouts) == 0 || len(run.Timelines) == 0 || len(run.APIRequests) == 0 || run.Resources.CPUSeconds <= 0 {
+			t.Errorf("run %s lacks measurements: %d rollouts, %d timelines, %v requests, %.2f cpu-s",
+				run.ID(), len(run.Rollouts), len(run.Timelines), run.APIRequests, run.Resources.CPUSeconds)
+		}
+	}
+	if !reports.Holds(reports.CheckInvariants(r), reports.ControllerOurs) {
+		t.Errorf("invariants do not hold for our controller:\n%v", reports.CheckInvariants(r))
+	}
+	bench, err := os.ReadFile(filepath.Join(dir, reports.BenchFile))
+	if err != nil || !strings.Contains(string(bench), "BenchmarkScenario/rolling-max-unavailable/") {
+		t.Errorf("bench.txt: %v\n%s", err, bench)
+	}
+	// `report` re-renders everything from report.json alone.
+	again := t.TempDir()
+	if _, err := runCLI(t, "report", "--out", again, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{reports.MarkdownFile, reports.BenchFile} {
+		a, _ := os.ReadFile(filepath.Join(dir, f))
+		b, _ := os.ReadFile(filepath.Join(again, f))
+		if !bytes.Equal(a, b) {
+			t.Errorf("re-rendered %s differs from the original", f)
+		}
+	}
+}
+
+// A deliberately slowed controller fails the gate against a baseline of the
+// normal one, and the normal one passes it.
+func TestGateCatchesSlowController(t *testing.T) {
+	args := clusterArgs(t)
+	common := append([]string{"--scenarios", writeGateProbe(t), "--nodes", "30", "--repetitions", "6", "--controller", "ours"}, args...)
+	base := t.TempDir()
+	baseline := filepath.Join(t.TempDir(), "baseline.json")
+	if _, err := runCLI(t, append([]string{"bench", "--out", base, "--write-baseline", baseline}, common...)...); err != nil {
+		t.Fatalf("writing the baseline: %v", err)
+	}
+	normal := t.TempDir()
+	if _, err := runCLI(t, append([]string{"bench", "--out", normal, "--baseline", baseline}, common...)...); err != nil {
+		t.Errorf("the normal controller failed the gate: %v", err)
+	}
+	slow := t.TempDir()
+	_, err := runCLI(t, append([]string{"bench", "--out", slow, "--baseline", baseline, "--sync-delay", "1500ms"}, common...)...)
+	if err == nil || !strings.Contains(err.Error(), "gate failed") {
+		t.Errorf("a controller that sleeps 1.5 s per sync passed the gate: %v", err)
+	}
+}
+
+// writeGateProbe is a small scenario whose convergence depends on the
+// controller's sync latency: a create and two waves of new nodes.
+func writeGateProbe(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gate-probe.yaml")
+	data := `apiVersion: dsbench.dev/v1alpha1
+kind: Scenario
+metadata:
+  name: gate-probe
+seed: 1
+cluster:
+  pools:
+  - name: workers
+    count: 30
+workloads:
+- inline:
+    apiVersion: apps/v1
+    kind: DaemonSet
+    metadata: {name: probe, namespace: gate}
+    spec:
+      selector: {matchLabels: {app: probe}}
+      template:
+        metadata: {labels: {app: probe}}
+        spec:
+          containers: [{name: c, image: example.com/probe:v1}]
+steps:
+- create: {}
+- waitConverged: {timeout: 2m}
+- update: {daemonSet: probe, image: example.com/probe:v2}
+- waitConverged: {timeout: 3m}
+`
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -1,0 +1,373 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/dsbench/dsbench/bench"
+	"github.com/dsbench/dsbench/kwok"
+	"github.com/dsbench/dsbench/reports"
+	"github.com/dsbench/dsbench/scenarios"
+)
+
+// runFlags are shared by `run` and `bench`.
+type runFlags struct {
+	cluster     clusterFlags
+	controllers string
+	nodes       int
+	reps        int
+	workers     int
+	qps         float64
+	burst       int
+	outBase     string
+	keep        bool
+	ctrlBinary  string
+	syncDelay   time.Duration
+	interleave  bool
+	baseline    string
+	noGate      bool
+}
+
+func (f *runFlags) register(fs *pflag.FlagSet, env Env, defaultControllers string) {
+	f.cluster.register(fs, env)
+	fs.StringVar(&f.cluster.kubeconfig, "kubeconfig", "", "run against this cluster instead of a local KWOK cluster (nodes are not reset, stages not changed)")
+	fs.StringVar(&f.controllers, "controller", defaultControllers, "controllers to measure: ours, upstream, or both (interleaved)")
+	fs.IntVar(&f.nodes, "nodes", 0, "scale every scenario to this many nodes (0: the scenario's own)")
+	fs.IntVar(&f.reps, "repetitions", 0, "repetitions per scenario and controller (0: the scenario's own)")
+	fs.IntVar(&f.workers, "workers", 5, "concurrent DaemonSet syncs, the same for both controllers")
+	fs.Float64Var(&f.qps, "kube-api-qps", 0, "controller client QPS, the same for both (0: unlimited)")
+	fs.IntVar(&f.burst, "kube-api-burst", 0, "controller client burst (0: match QPS)")
+	fs.StringVar(&f.outBase, "out", filepath.Join("reports", "out"), "reports go to OUT/<timestamp>/")
+	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the KWOK cluster up afterwards")
+	fs.StringVar(&f.ctrlBinary, "controller-binary", "", "our controller's binary (default: CACHE/daemonset-controller)")
+	fs.DurationVar(&f.syncDelay, "sync-delay", 0, "make our controller sleep this long in every sync (to prove the gate catches a slow controller)")
+	fs.BoolVar(&f.interleave, "interleave", true, "alternate controllers per repetition (A B A B), so that drift hits both")
+	fs.StringVar(&f.baseline, "baseline", filepath.Join("bench", "baseline.json"), "baseline for the regression gate ('' to skip)")
+	fs.BoolVar(&f.noGate, "no-gate", false, "report, but always exit 0 unless the run itself broke")
+}
+
+func (f *runFlags) controllerList() ([]bench.Controller, error) {
+	switch f.controllers {
+	case "both":
+		return []bench.Controller{bench.Ours, bench.Upstream}, nil
+	}
+	var out []bench.Controller
+	for _, s := range strings.Split(f.controllers, ",") {
+		c, err := bench.ParseController(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("--controller: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// loadScenarios loads library names or files; all problems at once.
+func loadScenarios(env Env, args []string) ([]*scenarios.Scenario, error) {
+	var out []*scenarios.Scenario
+	var errs []error
+	for _, a := range args {
+		var (
+			sc   *scenarios.Scenario
+			warn []scenarios.Warning
+			err  error
+		)
+		if _, statErr := os.Stat(a); statErr == nil || strings.ContainsAny(a, "/.") {
+			sc, warn, err = scenarios.Load(a)
+		} else {
+			sc, warn, err = scenarios.LoadLibrary(a)
+		}
+		for _, w := range warn {
+			fmt.Fprintf(env.Stderr, "warning: %s\n", w)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, sc)
+	}
+	return out, errors.Join(errs...)
+}
+
+func runValidate(ctx context.Context, env Env, args []string) error {
+	fs := newFlagSet("validate", env)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError("validate", errors.New("want scenario files or library names"))
+	}
+	scs, err := loadScenarios(env, fs.Args())
+	for _, sc := range scs {
+		fmt.Fprintf(env.Stdout, "%s: ok (%s, %d nodes, %d steps)\n", sc.Source, sc.Metadata.Name, sc.DefaultNodes(), len(sc.Steps))
+	}
+	return err
+}
+
+func runLibrary(ctx context.Context, env Env, args []string) error {
+	fs := newFlagSet("library", env)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	for _, name := range scenarios.Library() {
+		sc, _, err := scenarios.LoadLibrary(name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "%-28s %5d nodes  %s\n", name, sc.DefaultNodes(), sc.Metadata.Description)
+	}
+	return nil
+}
+
+func runRun(ctx context.Context, env Env, args []string) error {
+	fs := newFlagSet("run", env)
+	var f runFlags
+	f.register(fs, env, "ours")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError("run", errors.New("want scenario files or library names (see `dsbench library`)"))
+	}
+	return play(ctx, env, &f, fs.Args(), nil)
+}
+
+// play loads scenarios (a bad file never starts a cluster), brings up or
+// reuses a cluster, runs everything and renders the reports.
+func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func(*scenarios.Scenario)) error {
+	which, err := f.controllerList()
+	if err != nil {
+		return usageError("run", err)
+	}
+	if f.nodes < 0 || f.reps < 0 || f.workers <= 0 {
+		return usageError("run", fmt.Errorf("--nodes, --repetitions must not be negative and --workers must be positive"))
+	}
+	scs, err := loadScenarios(env, names)
+	if err != nil {
+		return err
+	}
+	for _, sc := range scs {
+		if adjust != nil {
+			adjust(sc)
+		}
+		if f.nodes > 0 {
+			if _, err := scenarios.Scale(sc, f.nodes); err != nil {
+				return usageError("run", fmt.Errorf("--nodes: %w", err))
+			}
+		}
+	}
+	cache := kwok.CacheDir()
+	bins := kwok.Binaries{Dir: f.cluster.binDir}
+	ours := f.ctrlBinary
+	if ours == "" {
+		ours = filepath.Join(cache, "daemonset-controller")
+	}
+	if _, err := os.Stat(ours); err != nil {
+		return fmt.Errorf("our controller binary %s: %w (run `make build`)", ours, err)
+	}
+
+	kubeconfig := f.cluster.kubeconfig
+	owns := kubeconfig == ""
+	var cluster *kwok.Cluster
+	if owns {
+		conf := f.cluster.config(env)
+		c, err := kwok.Open(conf)
+		if err != nil {
+			return err
+		}
+		if len(c.LivePIDs()) == 0 {
+			fmt.Fprintf(env.Stderr, "bringing up KWOK cluster %q\n", conf.Name)
+			c, err = kwok.Up(ctx, conf)
+			if err != nil {
+				return err
+			}
+			if !f.keep {
+				defer func() {
+					downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+					defer cancel()
+					if err := c.Down(downCtx); err != nil {
+						fmt.Fprintf(env.Stderr, "tearing down cluster: %v\n", err)
+					}
+				}()
+			}
+		} else {
+			fmt.Fprintf(env.Stderr, "reusing running KWOK cluster %q\n", conf.Name)
+		}
+		cluster = c
+		kubeconfig = c.Kubeconfig()
+	}
+	cfg, err := kwok.LoadRESTConfig(kubeconfig)
+	if err != nil {
+		return err
+	}
+	out := reports.OutDir(f.outBase, time.Now())
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", out, err)
+	}
+	interactive := false
+	if file, ok := env.Stderr.(*os.File); ok && os.Getenv("CI") == "" {
+		interactive = term.IsTerminal(int(file.Fd()))
+	}
+	progress := bench.NewProgress(env.Stderr, interactive)
+	ctrl := bench.ControllerConfig{Workers: f.workers, QPS: f.qps, Burst: f.burst}
+	if f.syncDelay > 0 {
+		ctrl.ExtraArgs = append(ctrl.ExtraArgs, "--sync-delay="+f.syncDelay.String())
+	}
+	runner, err := bench.NewRunner(bench.Config{
+		REST: cfg, Kubeconfig: kubeconfig, OwnsCluster: owns, Controller: ctrl,
+		Binaries: map[bench.Controller]string{bench.Ours: ours, bench.Upstream: bins.Path(kwok.BinKubeControllerManager)},
+		Nodes:    f.nodes, LogDir: filepath.Join(out, "logs"), Progress: progress,
+	})
+	if err != nil {
+		return err
+	}
+	_ = cluster
+
+	report := newReport(f, scs, which)
+	save := func() error { return reports.Write(out, report) }
+	for _, sc := range scs {
+		reps := sc.Repetitions
+		if f.reps > 0 {
+			reps = f.reps
+		}
+		reps = max(reps, 1)
+		order := runOrder(which, reps, f.interleave)
+		for _, o := range order {
+			if ctx.Err() != nil {
+				break
+			}
+			run := runner.Run(ctx, sc, o.which, o.rep)
+			progress.Done()
+			fmt.Fprintf(env.Stderr, "%s: %s (%.1fs)%s\n", run.ID(), run.Outcome, run.End.Sub(run.Start).Seconds(), errSuffix(run.Error))
+			report.Runs = append(report.Runs, run)
+			// Written after every run, atomically: a crash loses nothing.
+			if err := save(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		_ = save()
+		return fmt.Errorf("interrupted; partial results in %s: %w", out, err)
+	}
+	var baseline *reports.Baseline
+	if f.baseline != "" {
+		if b, err := reports.ReadBaseline(f.baseline); err == nil {
+			baseline = b
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("reading baseline: %w", err)
+		}
+	}
+	if err := reports.Render(out, report, baseline); err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, reports.Summary(report))
+	fmt.Fprintf(env.Stdout, "reports: %s\n", out)
+	if baseline != nil {
+		gate := reports.Gate(report, baseline)
+		fmt.Fprintln(env.Stdout, gate.Verdict())
+		if !gate.Pass && !f.noGate {
+			return fmt.Errorf("the regression gate failed: see %s", filepath.Join(out, reports.MarkdownFile))
+		}
+	} else {
+		findings := reports.CheckInvariants(report)
+		if !reports.Holds(findings, reports.ControllerOurs) && !f.noGate {
+			var lines []string
+			for _, fd := range findings {
+				if fd.Controller == reports.ControllerOurs && len(lines) < 5 {
+					lines = append(lines, fmt.Sprintf("%s#%d %s: %s", fd.Scenario, fd.Repetition, fd.Check, fd.Detail))
+				}
+			}
+			return fmt.Errorf("invariants do not hold for our controller (%s): see %s", strings.Join(lines, "; "), filepath.Join(out, reports.MarkdownFile))
+		}
+	}
+	return nil
+}
+
+func errSuffix(e string) string {
+	if e == "" {
+		return ""
+	}
+	return ": " + e
+}
+
+type runSlot struct {
+	which bench.Controller
+	rep   int
+}
+
+// runOrder interleaves controllers per repetition (A B A B ...) or runs each
+// controller's repetitions together.
+func runOrder(which []bench.Controller, reps int, interleave bool) []runSlot {
+	var out []runSlot
+	if interleave {
+		for r := range reps {
+			for _, w := range which {
+				out = append(out, runSlot{w, r})
+			}
+		}
+		return out
+	}
+	for _, w := range which {
+		for r := range reps {
+			out = append(out, runSlot{w, r})
+		}
+	}
+	return out
+}
+
+func newReport(f *runFlags, scs []*scenarios.Scenario, which []bench.Controller) *reports.Report {
+	r := &reports.Report{SchemaVersion: reports.SchemaVersion, GeneratedAt: time.Now().UTC()}
+	for _, sc := range scs {
+		r.Params.Scenarios = append(r.Params.Scenarios, sc.Metadata.Name)
+		r.Params.Seed = sc.Seed
+	}
+	r.Params.Nodes = f.nodes
+	r.Params.Repetitions = f.reps
+	r.Params.Interleaved = f.interleave && len(which) > 1
+	for _, w := range which {
+		r.Params.Controllers = append(r.Params.Controllers, reports.ControllerParams{Name: string(w), QPS: f.qps, Burst: f.burst, Workers: f.workers})
+	}
+	r.Params.Harness = reports.ClientParams{QPS: -1}
+	r.Versions = reports.Versions{Go: runtime.Version(), Kubernetes: kwok.KubernetesVersion, Kwok: kwok.KwokVersion}
+	if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		r.Versions.GitCommit = strings.TrimSpace(string(out))
+	}
+	if out, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
+		r.Versions.GitDirty = len(strings.TrimSpace(string(out))) > 0
+	}
+	r.Machine = machine()
+	return r
+}
+
+func machine() reports.Machine {
+	m := reports.Machine{Cores: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		if _, err := fmt.Sscanf(strings.SplitN(string(data), "\n", 2)[0], "MemTotal: %d kB", &kb); err == nil {
+			m.MemoryBytes = kb * 1024
+		}
+	}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				m.CPUModel = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if out, err := exec.Command("uname", "-r").Output(); err == nil {
+		m.Kernel = strings.TrimSpace(string(out))
+	}
+	return m
+}

@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dsbench/dsbench/reports"
+)
+
+// DefaultSuite is what `make bench` runs: a fresh DaemonSet, a rolling
+// update, and node churn during a rollout, at 1000 nodes, 5 repetitions,
+// ours and upstream interleaved.
+var DefaultSuite = []string{"rolling-max-unavailable", "node-churn", "churn-during-rollout"}
+
+// SmokeSuite is the short bench that `make test` runs in CI.
+var SmokeSuite = []string{"rolling-max-unavailable"}
+
+func runBench(ctx context.Context, env Env, args []string) error {
+	fs := newFlagSet("bench", env)
+	var f runFlags
+	f.register(fs, env, "both")
+	var (
+		suite         string
+		writeBaseline string
+		tolerance     float64
+		smoke         bool
+	)
+	fs.StringVar(&suite, "scenarios", strings.Join(DefaultSuite, ","), "comma-separated scenarios (library names or files)")
+	fs.StringVar(&writeBaseline, "write-baseline", "", "write the results as the new baseline to this file")
+	fs.Float64Var(&tolerance, "tolerance", reports.DefaultTolerance, "with --write-baseline: the median ratio beyond which a significant change fails the gate")
+	fs.BoolVar(&smoke, "smoke", false, "the CI smoke test: one scenario, 100 nodes, 3 repetitions")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("bench", fmt.Errorf("unexpected arguments %q (use --scenarios)", fs.Args()))
+	}
+	names := strings.Split(suite, ",")
+	if smoke {
+		if !fs.Changed("scenarios") {
+			names = SmokeSuite
+		}
+		if !fs.Changed("nodes") {
+			f.nodes = 100
+		}
+		if !fs.Changed("repetitions") {
+			f.reps = 3
+		}
+	} else {
+		if !fs.Changed("nodes") {
+			f.nodes = 1000
+		}
+		if !fs.Changed("repetitions") {
+			f.reps = 5
+		}
+	}
+	if writeBaseline != "" {
+		f.baseline = "" // the old baseline does not gate its own replacement
+	}
+	err := play(ctx, env, &f, names, nil)
+	if writeBaseline == "" || err != nil {
+		return err
+	}
+	latest, lerr := latestReport(f.outBase)
+	if lerr != nil {
+		return lerr
+	}
+	r, rerr := reports.Read(latest)
+	if rerr != nil {
+		return rerr
+	}
+	if err := reports.WriteBaseline(writeBaseline, reports.NewBaseline(r, tolerance)); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "baseline written to %s\n", writeBaseline)
+	return nil
+}
+
+func latestReport(base string) (string, error) {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return "", fmt.Errorf("finding the latest report: %w", err)
+	}
+	for i := len(entries) - 1; i >= 0; i-- {
+		p := filepath.Join(base, entries[i].Name(), reports.ReportFile)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("no report found in " + base)
+}
+
+func runReport(ctx context.Context, env Env, args []string) error {
+	fs := newFlagSet("report", env)
+	baselinePath := fs.String("baseline", "", "baseline to gate against ('' for none)")
+	out := fs.String("out", "", "write the outputs here (default: next to report.json)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError("report", errors.New("want one report.json (or the folder that holds it)"))
+	}
+	path := reportPath(fs.Arg(0))
+	r, err := reports.Read(path)
+	if err != nil {
+		return err
+	}
+	var b *reports.Baseline
+	if *baselinePath != "" {
+		if b, err = reports.ReadBaseline(*baselinePath); err != nil {
+			return err
+		}
+	}
+	dir := *out
+	if dir == "" {
+		dir = filepath.Dir(path)
+	}
+	if err := reports.Render(dir, r, b); err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, reports.Summary(r))
+	fmt.Fprintf(env.Stdout, "reports: %s\n", dir)
+	return nil
+}
+
+func runCompare(ctx context.Context, env Env, args []string) error {
+	fs := newFlagSet("compare", env)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usageError("compare", errors.New("want two saved runs: OLD NEW (report.json files or their folders)"))
+	}
+	a, err := reports.Read(reportPath(fs.Arg(0)))
+	if err != nil {
+		return err
+	}
+	b, err := reports.Read(reportPath(fs.Arg(1)))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, reports.Compare(a, b).Markdown())
+	return nil
+}
+
+func reportPath(p string) string {
+	if info, err := os.Stat(p); err == nil && info.IsDir() {
+		return filepath.Join(p, reports.ReportFile)
+	}
+	return p
+}

@@ -1,0 +1,359 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Controller names the DaemonSet controller under test.
+type Controller string
+
+// The controllers the runner can start.
+const (
+	// Ours is this project's cmd/daemonset-controller.
+	Ours Controller = "ours"
+	// Upstream is kube-controller-manager running only its DaemonSet
+	// controller, in its own process, as the baseline.
+	Upstream Controller = "upstream"
+)
+
+// ParseController checks a --controller value.
+func ParseController(s string) (Controller, error) {
+	switch Controller(s) {
+	case Ours, Upstream:
+		return Controller(s), nil
+	}
+	return "", fmt.Errorf("controller %q: want ours or upstream", s)
+}
+
+// ControllerConfig says how to start the controller under test. Both
+// controllers get the same worker count and client rate limits.
+type ControllerConfig struct {
+	Which Controller
+	// Binary is cmd/daemonset-controller (ours) or kube-controller-manager.
+	Binary     string
+	Kubeconfig string
+	Workers    int
+	// QPS and Burst of the controller's API client; QPS <= 0 means unlimited
+	// (ours) or a very high limit (upstream, which has no "off").
+	QPS   float64
+	Burst int
+	// LogPath receives the process's output.
+	LogPath string
+	// ExtraArgs are appended (for example --sync-delay for the gate test).
+	ExtraArgs []string
+}
+
+// ControllerProcess is a running controller.
+type ControllerProcess struct {
+	conf        ControllerConfig
+	cmd         *exec.Cmd
+	metricsURL  string
+	healthURL   string
+	done        chan struct{}
+	waitErr     error
+	log         *os.File
+	mu          sync.Mutex
+	lastUsage   ProcessUsage
+	accumulated ProcessUsage // from earlier incarnations (kill/restart)
+}
+
+// ProcessUsage is what a process cost.
+type ProcessUsage struct {
+	CPUSeconds   float64
+	PeakRSSBytes int64
+}
+
+func (c ControllerConfig) args(metricsPort, healthPort int) []string {
+	qps, burst := c.QPS, c.Burst
+	switch c.Which {
+	case Upstream:
+		if qps <= 0 {
+			qps, burst = 100000, 100000 // kube-controller-manager has no "unlimited"
+		}
+		if burst <= 0 {
+			burst = int(qps)
+		}
+		args := []string{
+			"--kubeconfig=" + c.Kubeconfig,
+			"--controllers=daemonset-controller",
+			"--leader-elect=false",
+			"--use-service-account-credentials=false",
+			"--concurrent-daemonset-syncs=" + strconv.Itoa(c.Workers),
+			"--kube-api-qps=" + strconv.FormatFloat(qps, 'f', -1, 64),
+			"--kube-api-burst=" + strconv.Itoa(burst),
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(metricsPort),
+			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+		}
+		return append(args, c.ExtraArgs...)
+	default:
+		args := []string{
+			"--kubeconfig=" + c.Kubeconfig,
+			"--leader-elect=false",
+			"--concurrent-daemonset-syncs=" + strconv.Itoa(c.Workers),
+			"--kube-api-qps=" + strconv.FormatFloat(qps, 'f', -1, 64),
+			"--kube-api-burst=" + strconv.Itoa(burst),
+			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
+			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(healthPort),
+		}
+		return append(args, c.ExtraArgs...)
+	}
+}
+
+// StartController starts the controller and waits until it answers its
+// health check.
+func StartController(ctx context.Context, conf ControllerConfig) (*ControllerProcess, error) {
+	if conf.Workers <= 0 {
+		return nil, fmt.Errorf("workers %d: must be positive", conf.Workers)
+	}
+	p := &ControllerProcess{conf: conf}
+	if err := p.start(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *ControllerProcess) start(ctx context.Context) error {
+	ports, err := freePorts(2)
+	if err != nil {
+		return err
+	}
+	conf := p.conf
+	if conf.LogPath != "" {
+		if err := os.MkdirAll(filepath.Dir(conf.LogPath), 0o755); err != nil {
+			return fmt.Errorf("creating log dir: %w", err)
+		}
+		p.log, err = os.OpenFile(conf.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("opening controller log: %w", err)
+		}
+	}
+	cmd := exec.Command(conf.Binary, conf.args(ports[0], ports[1])...)
+	if p.log != nil {
+		cmd.Stdout, cmd.Stderr = p.log, p.log
+	}
+	// Its own process group, so that Ctrl-C on the runner does not kill it
+	// before the runner has read its usage; Stop always ends it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s controller %s: %w", conf.Which, conf.Binary, err)
+	}
+	p.cmd = cmd
+	p.done = make(chan struct{})
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	if conf.Which == Upstream {
+		p.metricsURL = fmt.Sprintf("https://127.0.0.1:%d/metrics", ports[0])
+		p.healthURL = fmt.Sprintf("https://127.0.0.1:%d/healthz", ports[0])
+	} else {
+		p.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0])
+		p.healthURL = fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[1])
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if err := httpGet(ctx, p.healthURL, io.Discard); err == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s controller exited during start: %v (log %s)", conf.Which, p.waitErr, conf.LogPath)
+		case <-ctx.Done():
+			p.Stop()
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.Stop()
+			return fmt.Errorf("%s controller not healthy after 60s (log %s)", conf.Which, conf.LogPath)
+		}
+	}
+}
+
+// PID is the process id, or 0 when it is not running.
+func (p *ControllerProcess) PID() int {
+	if p.cmd == nil || p.cmd.Process == nil || p.exited() {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+func (p *ControllerProcess) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Usage is the CPU and peak memory of every incarnation so far.
+func (p *ControllerProcess) Usage() ProcessUsage {
+	p.sample()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return ProcessUsage{
+		CPUSeconds:   p.accumulated.CPUSeconds + p.lastUsage.CPUSeconds,
+		PeakRSSBytes: max(p.accumulated.PeakRSSBytes, p.lastUsage.PeakRSSBytes),
+	}
+}
+
+// sample reads /proc for the live process; the last reading survives its
+// death, so it must be taken before a kill.
+func (p *ControllerProcess) sample() {
+	pid := p.PID()
+	if pid == 0 {
+		return
+	}
+	u, err := readUsage(pid)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	p.lastUsage = u
+	p.mu.Unlock()
+}
+
+// Metrics scrapes the controller's Prometheus endpoint.
+func (p *ControllerProcess) Metrics(ctx context.Context) (string, error) {
+	var b strings.Builder
+	if err := httpGet(ctx, p.metricsURL, &b); err != nil {
+		return "", fmt.Errorf("scraping %s: %w", p.metricsURL, err)
+	}
+	return b.String(), nil
+}
+
+// Kill ends the process at once (SIGKILL), as a crash would.
+func (p *ControllerProcess) Kill() {
+	p.sample()
+	p.stop(syscall.SIGKILL)
+	p.mu.Lock()
+	p.accumulated.CPUSeconds += p.lastUsage.CPUSeconds
+	p.accumulated.PeakRSSBytes = max(p.accumulated.PeakRSSBytes, p.lastUsage.PeakRSSBytes)
+	p.lastUsage = ProcessUsage{}
+	p.mu.Unlock()
+}
+
+// Restart starts a killed controller again.
+func (p *ControllerProcess) Restart(ctx context.Context) error {
+	if p.PID() != 0 {
+		return errors.New("restart: the controller is still running")
+	}
+	return p.start(ctx)
+}
+
+// Stop ends the process: SIGTERM, then SIGKILL after 10 s. Safe to repeat.
+func (p *ControllerProcess) Stop() {
+	p.sample()
+	p.stop(syscall.SIGTERM)
+	if p.log != nil {
+		_ = p.log.Close()
+		p.log = nil
+	}
+}
+
+func (p *ControllerProcess) stop(sig syscall.Signal) {
+	if p.cmd == nil || p.cmd.Process == nil || p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// readUsage reads utime+stime and VmHWM for pid.
+func readUsage(pid int) (ProcessUsage, error) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ProcessUsage{}, err
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ProcessUsage{}, fmt.Errorf("parsing /proc/%d/stat", pid)
+	}
+	fields := strings.Fields(s[i+1:])
+	// fields[0] is the state (field 3); utime and stime are fields 14 and 15.
+	if len(fields) < 13 {
+		return ProcessUsage{}, fmt.Errorf("parsing /proc/%d/stat: %d fields", pid, len(fields))
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	const clockTicks = 100 // USER_HZ on Linux
+	u := ProcessUsage{CPUSeconds: (utime + stime) / clockTicks}
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return u, nil
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			u.PeakRSSBytes = kb * 1024
+		}
+	}
+	return u, nil
+}
+
+var insecureClient = &http.Client{
+	Timeout: 10 * time.Second,
+	// The upstream controller serves /metrics on a self-signed port.
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback only
+}
+
+func httpGet(ctx context.Context, url string, w io.Writer) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := insecureClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

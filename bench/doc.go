@@ -1,0 +1,6 @@
+// Package bench is the runner of the scale-test harness: it brings up or
+// reuses a cluster, starts the controller under test as its own process,
+// plays a scenario's steps, watches nodes, pods and DaemonSets with its own
+// eyes, and measures convergence, rollouts and invariants through the
+// independent oracle in bench/oracle.
+package bench

@@ -1,0 +1,519 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/dsbench/dsbench/bench/oracle"
+	"github.com/dsbench/dsbench/kwok"
+	"github.com/dsbench/dsbench/reports"
+	"github.com/dsbench/dsbench/scenarios"
+)
+
+// Config is what every run of a Runner shares.
+type Config struct {
+	// REST is the cluster the runs use.
+	REST *rest.Config
+	// Kubeconfig is the same cluster as a file, for the controller process.
+	Kubeconfig string
+	// OwnsCluster says the cluster is a local KWOK cluster the runner may
+	// reset and whose pod stages it may change. On any other cluster the
+	// runner touches only what the scenario creates.
+	OwnsCluster bool
+	// Controller is the template for the controller under test; Which and
+	// Binary are set per run from Binaries.
+	Controller ControllerConfig
+	// Binaries maps each controller to its binary.
+	Binaries map[Controller]string
+	// Nodes overrides the scenario's node count (0: its default).
+	Nodes int
+	// Grace is how long an invariant may be broken before it counts as a
+	// violation; nil means DefaultGrace(nodes).
+	Grace map[oracle.Kind]time.Duration
+	// LogDir receives the controller logs of each run.
+	LogDir string
+	// Progress receives the live display; nil shows nothing.
+	Progress *Progress
+	// Clock is injected for tests; nil is the real clock.
+	Clock clock.Clock
+}
+
+// DefaultGrace is how long a correct controller may take to repair a node
+// before the gap counts as a violation: reacting is latency, which the
+// convergence times measure. Duplicates and over-unavailability have no
+// grace: a correct controller never causes them at all.
+func DefaultGrace(nodes int) map[oracle.Kind]time.Duration {
+	react := 30*time.Second + time.Duration(nodes)*30*time.Millisecond
+	return map[oracle.Kind]time.Duration{
+		oracle.MissingPod:          react,
+		oracle.PodOnIneligibleNode: react,
+		oracle.PodOnDeletedNode:    react,
+		oracle.OrphanPod:           react,
+		oracle.DuplicatePods:       0,
+		oracle.Overunavailable:     0,
+	}
+}
+
+// Runner plays scenarios.
+type Runner struct {
+	conf   Config
+	client kubernetes.Interface
+	clock  clock.Clock
+}
+
+// NewRunner checks the configuration.
+func NewRunner(conf Config) (*Runner, error) {
+	if conf.REST == nil {
+		return nil, errors.New("runner: no cluster configuration")
+	}
+	if conf.Clock == nil {
+		conf.Clock = clock.RealClock{}
+	}
+	cfg := rest.CopyConfig(conf.REST)
+	cfg.QPS, cfg.Burst = -1, 0
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("runner: creating client: %w", err)
+	}
+	return &Runner{conf: conf, client: client, clock: conf.Clock}, nil
+}
+
+// Run plays one repetition of the scenario against one controller and
+// returns what it measured. It never panics on a bad cluster: a failure is
+// recorded in the run's Outcome and Error, with everything measured so far.
+// Every process it starts is stopped before it returns.
+func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario, which Controller, rep int) reports.Run {
+	run := reports.Run{Scenario: sc.Metadata.Name, Controller: string(which), Repetition: rep, Start: r.clock.Now(), APIRequests: map[string]int64{}}
+	if r.conf.Nodes > 0 {
+		scaled, err := scenarios.Scale(sc, r.conf.Nodes)
+		if err != nil {
+			return failed(run, r.clock, err)
+		}
+		sc = scaled
+	}
+	run.Nodes = sc.DefaultNodes()
+	s := &runState{r: r, sc: sc, which: which, run: &run, pools: map[string]*poolState{}, dss: map[string]bool{}}
+	err := s.play(ctx)
+	run.End = r.clock.Now()
+	if err != nil {
+		run.Outcome, run.Error = reports.OutcomeFailed, err.Error()
+	} else {
+		run.Outcome = reports.OutcomeOK
+	}
+	return run
+}
+
+func failed(run reports.Run, clk clock.PassiveClock, err error) reports.Run {
+	run.End = clk.Now()
+	run.Outcome, run.Error = reports.OutcomeFailed, err.Error()
+	return run
+}
+
+type poolState struct {
+	pool  scenarios.NodePool
+	next  int
+	nodes map[string]bool
+}
+
+// runState is one run in progress.
+type runState struct {
+	r     *Runner
+	sc    *scenarios.Scenario
+	which Controller
+	run   *reports.Run
+
+	ctrl    *ControllerProcess
+	watcher *Watcher
+
+	// mu guards the checker, the timelines and the bookkeeping below.
+	mu       sync.Mutex
+	checker  *oracle.Checker
+	pools    map[string]*poolState
+	dss      map[string]bool // DaemonSets that exist (by ref), as the runner made them
+	pending  []pendingBarrier
+	windows  []expectWindow
+	timeline map[string]*reports.Timeline
+	steps    []stepRecord
+	rollouts []rolloutStep
+	seen     observations
+}
+
+// observations are what the coverage report is made of.
+type observations struct {
+	// pods maps each pod seen to whether its whole life was seen: it was
+	// first seen before it became Ready, so no readiness went unobserved.
+	pods map[string]bool
+	// nodeReady is each node's last Ready state; flaps counts True->False.
+	nodeReady map[string]bool
+	flaps     int
+}
+
+func (o *observations) note(ev oracle.Event) {
+	if o.pods == nil {
+		o.pods, o.nodeReady = map[string]bool{}, map[string]bool{}
+	}
+	switch obj := ev.Object.(type) {
+	case *corev1.Pod:
+		key := obj.Namespace + "/" + obj.Name
+		if _, ok := o.pods[key]; !ok && ev.Kind != oracle.Deleted {
+			o.pods[key] = !podReady(obj)
+		}
+	case *corev1.Node:
+		if ev.Kind == oracle.Deleted {
+			delete(o.nodeReady, obj.Name)
+			return
+		}
+		ready := kwok.NodeReady(obj)
+		if was, ok := o.nodeReady[obj.Name]; ok && was && !ready {
+			o.flaps++
+		}
+		o.nodeReady[obj.Name] = ready
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+type pendingBarrier struct {
+	id   oracle.BarrierID
+	step int // index into steps
+	ds   string
+}
+
+type stepRecord struct {
+	name, kind string
+	start      time.Time
+	barriers   []oracle.BarrierID
+	converged  bool
+	at         time.Time
+	event      *reports.Event
+	timedOut   bool
+}
+
+type rolloutStep struct {
+	ds    string
+	step  string
+	start time.Time
+}
+
+// expectWindow is a span in which declared violations are expected.
+type expectWindow struct {
+	exp      scenarios.Expectation
+	from     time.Time
+	to       time.Time // zero: open until the next barrier or the end
+	open     bool
+	seen     bool
+	stepName string
+}
+
+func (s *runState) play(ctx context.Context) (err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	nodes := s.sc.DefaultNodes()
+	grace := s.r.conf.Grace
+	if grace == nil {
+		grace = DefaultGrace(nodes)
+	}
+	s.checker = oracle.NewChecker(oracle.Config{Grace: grace})
+	s.timeline = map[string]*reports.Timeline{}
+
+	s.progress("preparing cluster")
+	if err := s.reset(ctx); err != nil {
+		return fmt.Errorf("resetting cluster: %w", err)
+	}
+	if s.r.conf.OwnsCluster {
+		b := s.sc.Cluster.Pods
+		opts := kwok.StageOptions{ReadyDelay: b.ReadyDelay.Duration, ReadyJitter: b.ReadyJitter.Duration, DeleteDelay: b.DeleteDelay.Duration,
+			FailImages: b.FailImagesRegexp(), NeverReadyImages: b.NeverReadyImagesRegexp()}
+		if err := kwok.ApplyStages(ctx, s.r.conf.REST, opts); err != nil {
+			return err
+		}
+	}
+	if err := s.createPools(ctx); err != nil {
+		return err
+	}
+	if err := s.createObjects(ctx); err != nil {
+		return err
+	}
+
+	// Watch before the controller starts, so that its first action is seen.
+	s.watcher = NewWatcher(s.r.client, s.r.clock)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	observed := make(chan struct{})
+	go s.watcher.Run(watchCtx)
+	go func() {
+		defer close(observed)
+		s.observe(watchCtx)
+	}()
+	defer func() {
+		stopWatch()
+		<-observed
+	}()
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return s.watcher.Synced(), nil
+	}); err != nil {
+		return fmt.Errorf("waiting for the harness's watches: %w", err)
+	}
+
+	if err := s.startController(ctx); err != nil {
+		return err
+	}
+	defer s.stopController()
+
+	runErr := s.playSteps(ctx, s.sc.Steps, "steps")
+	if runErr == nil {
+		// Every scenario ends converged: an implicit barrier closes it.
+		runErr = s.waitConverged(ctx, &scenarios.WaitStep{}, "final waitConverged")
+	}
+	s.collect(ctx)
+	return runErr
+}
+
+func (s *runState) progress(format string, args ...any) {
+	if p := s.r.conf.Progress; p != nil {
+		p.Step(fmt.Sprintf("%s %s#%d: %s", s.sc.Metadata.Name, s.which, s.run.Repetition, fmt.Sprintf(format, args...)))
+	}
+}
+
+// reset removes what earlier runs left: on an owned cluster every fake node,
+// and in the scenario's namespaces every DaemonSet, pod and revision.
+func (s *runState) reset(ctx context.Context) error {
+	c := s.r.client
+	prop := metav1.DeletePropagationBackground
+	zero := int64(0)
+	for _, ns := range s.namespaces() {
+		if err := c.AppsV1().DaemonSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &prop}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting DaemonSets in %s: %w", ns, err)
+		}
+		if err := c.AppsV1().ControllerRevisions(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting ControllerRevisions in %s: %w", ns, err)
+		}
+		if err := c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting pods in %s: %w", ns, err)
+		}
+	}
+	if s.r.conf.OwnsCluster {
+		if err := c.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: kwok.PoolLabel}); err != nil {
+			return fmt.Errorf("deleting nodes: %w", err)
+		}
+	}
+	// Wait until the slate is clean, so that no leftover is measured.
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, ns := range s.namespaces() {
+			pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
+			if err != nil || len(pods.Items) > 0 {
+				return false, nil
+			}
+			dss, err := c.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{Limit: 1})
+			if err != nil || len(dss.Items) > 0 {
+				return false, nil
+			}
+		}
+		if s.r.conf.OwnsCluster {
+			nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kwok.PoolLabel, Limit: 1})
+			if err != nil || len(nodes.Items) > 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+func (s *runState) namespaces() []string {
+	set := map[string]bool{}
+	for _, ds := range s.sc.DaemonSets() {
+		set[ds.Namespace] = true
+	}
+	var out []string
+	for ns := range set {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *runState) createPools(ctx context.Context) error {
+	total := 0
+	for _, p := range s.sc.Cluster.Pools {
+		ps := &poolState{pool: p, next: p.Count, nodes: map[string]bool{}}
+		kp := s.kwokPool(p, 0, p.Count)
+		for _, n := range kp.NodeNames() {
+			ps.nodes[n] = true
+		}
+		s.pools[p.Name] = ps
+		total += p.Count
+		s.progress("creating %d nodes in pool %s", p.Count, p.Name)
+		if err := kwok.CreateNodes(ctx, s.r.client, kp, 0); err != nil {
+			return err
+		}
+	}
+	s.progress("waiting for %d nodes to be Ready and schedulable", total)
+	start := s.r.clock.Now()
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := s.r.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kwok.PoolLabel, ResourceVersion: "0"})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for i := range list.Items {
+			if kwok.NodeSchedulable(&list.Items[i]) {
+				ready++
+			}
+		}
+		s.progress("%d/%d nodes Ready and schedulable", ready, total)
+		return ready >= total, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %d nodes to be Ready: %w", total, err)
+	}
+	s.run.Extra = append(s.run.Extra, reports.ExtraMetric{Name: "setup-nodes-schedulable", Unit: "s", Value: s.r.clock.Since(start).Seconds()})
+	return nil
+}
+
+func (s *runState) kwokPool(p scenarios.NodePool, start, count int) kwok.NodePool {
+	return kwok.NodePool{Prefix: p.Prefix(), Start: start, Count: count, Labels: p.Labels, Taints: p.Taints, Capacity: p.Capacity}
+}
+
+// createObjects creates the namespaces and the workloads' other objects
+// (ServiceAccounts, ConfigMaps): everything but the DaemonSets.
+func (s *runState) createObjects(ctx context.Context) error {
+	for _, ns := range s.namespaces() {
+		_, err := s.r.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+	}
+	for _, w := range s.sc.Workloads {
+		for _, obj := range w.Objects {
+			if err := createUnstructured(ctx, s.r.conf.REST, obj); err != nil {
+				return err
+			}
+		}
+	}
+	// Without a ServiceAccount the apiserver refuses the pods; the seeds name
+	// ones their manifests do not create.
+	for _, ds := range s.sc.DaemonSets() {
+		sa := ds.Spec.Template.Spec.ServiceAccountName
+		if sa == "" {
+			continue
+		}
+		_, err := s.r.client.CoreV1().ServiceAccounts(ds.Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ds.Namespace}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ServiceAccount %s/%s: %w", ds.Namespace, sa, err)
+		}
+	}
+	return nil
+}
+
+func (s *runState) startController(ctx context.Context) error {
+	conf := s.r.conf.Controller
+	conf.Which = s.which
+	conf.Binary = s.r.conf.Binaries[s.which]
+	conf.Kubeconfig = s.r.conf.Kubeconfig
+	if s.r.conf.LogDir != "" {
+		conf.LogPath = filepath.Join(s.r.conf.LogDir, fmt.Sprintf("%s-%s-%d.log", s.sc.Metadata.Name, s.which, s.run.Repetition))
+	}
+	if conf.Binary == "" {
+		return fmt.Errorf("no binary for the %s controller", s.which)
+	}
+	s.progress("starting the %s controller", s.which)
+	p, err := StartController(ctx, conf)
+	if err != nil {
+		return err
+	}
+	s.ctrl = p
+	return nil
+}
+
+func (s *runState) stopController() {
+	if s.ctrl != nil {
+		s.ctrl.Stop()
+	}
+}
+
+// observe feeds the oracle from the watch and samples the timelines.
+func (s *runState) observe(ctx context.Context) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	lastSample := time.Time{}
+	events := s.watcher.Events()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			s.mu.Lock()
+			_ = s.checker.Apply(ev)
+			s.seen.note(ev)
+			s.mu.Unlock()
+		case <-tick.C:
+			now := s.r.clock.Now()
+			s.mu.Lock()
+			if now.After(s.checker.Now()) {
+				s.checker.Advance(now)
+			}
+			if now.Sub(lastSample) >= time.Second {
+				s.sample(now)
+				lastSample = now
+			}
+			s.mu.Unlock()
+			s.showProgress()
+		}
+	}
+}
+
+// sample adds a timeline point per DaemonSet; s.mu is held.
+func (s *runState) sample(now time.Time) {
+	w := s.checker.World()
+	for _, key := range w.DaemonSetKeys() {
+		v := s.checker.Verdict(key)
+		current := v.MustRun - len(v.Missing)
+		tl := s.timeline[key]
+		if tl == nil {
+			tl = &reports.Timeline{DaemonSet: key}
+			s.timeline[key] = tl
+		}
+		tl.Points = append(tl.Points, reports.TimelinePoint{
+			Time: now, Desired: v.MustRun, Current: current,
+			Ready: v.MustRun - v.Unavailable, Updated: max(0, current-len(v.Outdated)),
+		})
+	}
+}
+
+func (s *runState) showProgress() {
+	p := s.r.conf.Progress
+	if p == nil {
+		return
+	}
+	s.mu.Lock()
+	w := s.checker.World()
+	nodes := len(w.NodeNames())
+	var parts []string
+	for _, key := range w.DaemonSetKeys() {
+		v := s.checker.Verdict(key)
+		parts = append(parts, fmt.Sprintf("%s %d/%d ready", key, v.MustRun-v.Unavailable, v.MustRun))
+	}
+	s.mu.Unlock()
+	p.Status(fmt.Sprintf("%d nodes; %s", nodes, strings.Join(parts, ", ")))
+}
