@@ -295,13 +295,25 @@ func (s *runState) progress(format string, args ...any) {
 	}
 }
 
-// reset removes what earlier runs left: on an owned cluster every fake node,
-// and in the scenario's namespaces every DaemonSet, pod and revision.
+// reset removes what earlier runs left: on an owned cluster every fake node
+// and every DaemonSet, pod and revision in any namespace; elsewhere those in
+// the scenario's namespaces only.
 func (s *runState) reset(ctx context.Context) error {
 	c := s.r.client
 	prop := metav1.DeletePropagationBackground
 	zero := int64(0)
-	for _, ns := range s.namespaces() {
+	namespaces := s.namespaces()
+	if s.r.conf.OwnsCluster {
+		list, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("listing namespaces: %w", err)
+		}
+		namespaces = nil
+		for _, ns := range list.Items {
+			namespaces = append(namespaces, ns.Name)
+		}
+	}
+	for _, ns := range namespaces {
 		if err := c.AppsV1().DaemonSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &prop}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting DaemonSets in %s: %w", ns, err)
 		}
@@ -319,7 +331,7 @@ func (s *runState) reset(ctx context.Context) error {
 	}
 	// Wait until the slate is clean, so that no leftover is measured.
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, ns := range s.namespaces() {
+		for _, ns := range namespaces {
 			pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
 			if err != nil || len(pods.Items) > 0 {
 				return false, nil

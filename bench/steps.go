@@ -181,9 +181,38 @@ func (s *runState) candidates(t *scenarios.NodeTarget) []string {
 	return out
 }
 
+// pickNodes chooses the step's nodes deterministically among those the step
+// would actually change (uncordon picks cordoned nodes, markReady NotReady
+// ones), as scenarios/README.md specifies.
 func (s *runState) pickNodes(st *scenarios.Step, t *scenarios.NodeTarget) []string {
 	cands := s.candidates(t)
+	if keep := changeFilter(st.Kind()); keep != nil {
+		s.mu.Lock()
+		w := s.checker.World()
+		filtered := cands[:0:0]
+		for _, n := range cands {
+			if node, ok := w.Node(n); ok && keep(node) {
+				filtered = append(filtered, n)
+			}
+		}
+		s.mu.Unlock()
+		cands = filtered
+	}
 	return scenarios.Select(s.sc.Seed, st.Index, cands, t.Resolve(len(cands)))
+}
+
+func changeFilter(kind scenarios.StepKind) func(*corev1.Node) bool {
+	switch kind {
+	case scenarios.KindCordon:
+		return func(n *corev1.Node) bool { return !n.Spec.Unschedulable }
+	case scenarios.KindUncordon:
+		return func(n *corev1.Node) bool { return n.Spec.Unschedulable }
+	case scenarios.KindMarkNotReady:
+		return func(n *corev1.Node) bool { return kwok.NodeReady(n) }
+	case scenarios.KindMarkReady:
+		return func(n *corev1.Node) bool { return !kwok.NodeReady(n) }
+	}
+	return nil
 }
 
 func (s *runState) patchNodes(ctx context.Context, st *scenarios.Step, p kwok.NodePatch) (visibility, error) {
@@ -454,8 +483,10 @@ func (s *runState) pods(ctx context.Context, st *scenarios.Step) (visibility, er
 	} else {
 		dss = s.sc.DaemonSets()
 	}
+	// Pods are chosen by <node>/<namespace>/<daemonset>, not by their random
+	// names, so that the same seed picks the same nodes every time.
 	type podRef struct{ ns, name string }
-	byName := map[string]podRef{}
+	byKey := map[string][]podRef{}
 	var cands []string
 	for _, ds := range dss {
 		sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
@@ -470,14 +501,24 @@ func (s *runState) pods(ctx context.Context, st *scenarios.Step) (visibility, er
 			if p.DeletionTimestamp != nil || !nodes[p.Spec.NodeName] {
 				continue
 			}
-			key := p.Namespace + "/" + p.Name
-			byName[key] = podRef{p.Namespace, p.Name}
-			cands = append(cands, key)
+			key := p.Spec.NodeName + "/" + ds.Namespace + "/" + ds.Name
+			if _, ok := byKey[key]; !ok {
+				cands = append(cands, key)
+			}
+			byKey[key] = append(byKey[key], podRef{p.Namespace, p.Name})
 		}
 	}
 	picked := scenarios.Select(s.sc.Seed, st.Index, cands, ps.Resolve(len(cands)))
-	err := s.paced(ctx, st, len(picked), func(ctx context.Context, i int) error {
-		p := byName[picked[i]]
+	var targets []podRef
+	var keys []string
+	for _, k := range picked {
+		for _, p := range byKey[k] {
+			targets = append(targets, p)
+			keys = append(keys, p.ns+"/"+p.name)
+		}
+	}
+	err := s.paced(ctx, st, len(targets), func(ctx context.Context, i int) error {
+		p := targets[i]
 		if ps.Action == scenarios.PodFail {
 			patch := []byte(`{"status":{"phase":"Failed","reason":"DsbenchFailed"}}`)
 			_, err := s.r.client.CoreV1().Pods(p.ns).Patch(ctx, p.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
@@ -492,7 +533,7 @@ func (s *runState) pods(ctx context.Context, st *scenarios.Step) (visibility, er
 		}
 		return nil
 	})
-	return visibility{"": podsChanged(picked, ps.Action == scenarios.PodFail)}, err
+	return visibility{"": podsChanged(keys, ps.Action == scenarios.PodFail)}, err
 }
 
 func (s *runState) controller(ctx context.Context, c *scenarios.ControllerStep) error {

@@ -93,7 +93,7 @@ func TestSmokeBench(t *testing.T) {
 		t.Errorf("invariants do not hold for our controller:\n%v", reports.CheckInvariants(r))
 	}
 	bench, err := os.ReadFile(filepath.Join(dir, reports.BenchFile))
-	if err != nil || !strings.Contains(string(bench), "BenchmarkScenario/rolling-max-unavailable/") {
+	if err != nil || !strings.Contains(string(bench), "BenchmarkScenario/bench-rollout/") {
 		t.Errorf("bench.txt: %v\n%s", err, bench)
 	}
 	// `report` re-renders everything from report.json alone.

@@ -14,10 +14,10 @@ import (
 // DefaultSuite is what `make bench` runs: a fresh DaemonSet, a rolling
 // update, and node churn during a rollout, at 1000 nodes, 5 repetitions,
 // ours and upstream interleaved.
-var DefaultSuite = []string{"rolling-max-unavailable", "node-churn", "churn-during-rollout"}
+var DefaultSuite = []string{"bench-rollout", "bench-node-churn", "bench-churn-rollout"}
 
 // SmokeSuite is the short bench that `make test` runs in CI.
-var SmokeSuite = []string{"rolling-max-unavailable"}
+var SmokeSuite = []string{"bench-rollout"}
 
 func runBench(ctx context.Context, env Env, args []string) error {
 	fs := newFlagSet("bench", env)
