@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -455,5 +456,39 @@ func TestAliasBomb(t *testing.T) {
 	var verr *ValidationError
 	if errors.As(err, &verr) && len(verr.Errors) > maxErrors+1 {
 		t.Errorf("%d errors, want at most %d", len(verr.Errors), maxErrors+1)
+	}
+}
+
+// TestStepKindNames keeps the list in messages in step with the Step type.
+func TestStepKindNames(t *testing.T) {
+	var fields []string
+	st := reflect.TypeFor[Step]()
+	for i := range st.NumField() {
+		f := st.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if (f.Type.Kind() == reflect.Pointer || f.Type.Kind() == reflect.Slice) && name != "expect" && name != "-" {
+			fields = append(fields, name)
+		}
+	}
+	if diff := cmp.Diff(fields, stepKindNames); diff != "" {
+		t.Errorf("stepKindNames (-Step fields +list):\n%s", diff)
+	}
+	var kinds []string
+	s := Step{}
+	v := reflect.ValueOf(&s).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); (f.Kind() == reflect.Pointer || f.Kind() == reflect.Slice) && st.Field(i).Name != "Expect" {
+			if f.Kind() == reflect.Pointer {
+				f.Set(reflect.New(f.Type().Elem()))
+			} else {
+				f.Set(reflect.MakeSlice(f.Type(), 0, 0))
+			}
+		}
+	}
+	for _, k := range s.Kinds() {
+		kinds = append(kinds, string(k))
+	}
+	if diff := cmp.Diff(stepKindNames, kinds); diff != "" {
+		t.Errorf("Kinds() with every action set (-want +got):\n%s", diff)
 	}
 }

@@ -343,6 +343,9 @@ func (v *validator) nodes(n *NodesStep, path string, st *simState) {
 	if n.Pool == "" {
 		v.errorf(joinPath(path, "pool"), "pool is required")
 	}
+	if n.Action == NodeJoin && n.Selector != "" {
+		v.errorf(joinPath(path, "selector"), "selector does not apply to join: new nodes get the pool's labels")
+	}
 	size := v.target(&n.NodeTarget, path, st, n.Action == NodeJoin)
 	switch n.Action {
 	case NodeJoin:
