@@ -707,6 +707,28 @@ func (s *runState) expected(kind scenarios.ViolationKind, ds string, t time.Time
 	return false
 }
 
+// expectedDuring says whether a declared window for kind on ds overlaps
+// [from, to]; s.mu is held.
+func (s *runState) expectedDuring(kind scenarios.ViolationKind, ds string, from, to time.Time) bool {
+	for i := range s.windows {
+		w := &s.windows[i]
+		if w.exp.Violation != kind {
+			continue
+		}
+		if w.exp.DaemonSet != "" {
+			if d, err := s.sc.DaemonSet(w.exp.DaemonSet); err != nil || scenarios.Ref(d) != ds {
+				continue
+			}
+		}
+		if w.from.After(to) || (!w.open && w.to.Before(from)) {
+			continue
+		}
+		w.seen = true
+		return true
+	}
+	return false
+}
+
 // scenarioKind maps the oracle's invariant names to the scenario format's.
 func scenarioKind(k oracle.Kind) scenarios.ViolationKind {
 	switch k {
@@ -786,7 +808,10 @@ func (s *runState) collect(ctx context.Context) {
 			out.Nodes = append(out.Nodes, reports.NodeLatency{Node: n.Node, Seconds: max(0, n.NewPodAvailable.Sub(from).Seconds())})
 		}
 		s.run.Rollouts = append(s.run.Rollouts, out)
-		s.run.Availability = append(s.run.Availability, reports.Availability{DaemonSet: ro.DaemonSet, Step: out.Step, PeakUnavailable: ro.PeakUnavailable, AllowedUnavailable: ro.AllowedAtPeak})
+		s.run.Availability = append(s.run.Availability, reports.Availability{
+			DaemonSet: ro.DaemonSet, Step: out.Step, PeakUnavailable: ro.PeakUnavailable, AllowedUnavailable: ro.AllowedAtPeak,
+			Expected: ro.PeakUnavailable > ro.AllowedAtPeak && s.expectedDuring(scenarios.MaxUnavailableExceeded, ro.DaemonSet, ro.Start, end),
+		})
 	}
 	for _, j := range s.checker.NodeJoins() {
 		if j.PodReady.IsZero() {

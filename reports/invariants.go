@@ -99,7 +99,7 @@ func checkRun(run *Run) []Finding {
 			n, plural(n, "violation", "violations"), strings.Join(parts, ", "), first.Kind, first.Node, fmtDecimal(first.Start.Sub(run.Start).Seconds()), fmtDecimal(first.Seconds))
 	}
 	for _, a := range run.Availability {
-		if a.PeakUnavailable > a.AllowedUnavailable {
+		if a.PeakUnavailable > a.AllowedUnavailable && !a.Expected {
 			add(SeverityFail, CheckOverUnavailable, "%s step %q: peak unavailable %d > allowed %d", a.DaemonSet, a.Step, a.PeakUnavailable, a.AllowedUnavailable)
 		}
 	}

@@ -175,6 +175,9 @@ type Availability struct {
 	Step               string `json:"step,omitempty"`
 	PeakUnavailable    int    `json:"peakUnavailable"`
 	AllowedUnavailable int    `json:"allowedUnavailable"`
+	// Expected: the scenario itself took pods down during this rollout and
+	// declared that more than the allowance may be unavailable.
+	Expected bool `json:"expected,omitempty"`
 }
 
 // Resources used by the controller process under test.

@@ -220,11 +220,11 @@ func TestWorldApply(t *testing.T) {
 		"now":     w.Now(),
 		"clamped": w.Clamped(),
 		"added":   added,
-		"a ready": w.PodReadySince("default/a"), // the event that showed it Ready
+		"a ready": w.PodReadySince("default/a"), // its condition's transition, before the event
 		"b ready": w.PodReadySince("default/b"), // first seen Ready: its condition
 		"c ready": w.PodReadySince("default/c"), // condition after the event: the event
 	}
-	want := map[string]any{"now": at(9), "clamped": 1, "added": at(5), "a ready": at(7), "b ready": at(2), "c ready": at(8)}
+	want := map[string]any{"now": at(9), "clamped": 1, "added": at(5), "a ready": at(6.5), "b ready": at(2), "c ready": at(8)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("World (-want +got):\n%s", diff)
 	}

@@ -116,7 +116,9 @@ func TestCorrectScenario(t *testing.T) {
 }
 
 // minReadySeconds: convergence happens when time passes, with no event; the
-// Checker evaluates that instant itself.
+// Checker evaluates that instant itself. Availability counts from the Ready
+// condition's lastTransitionTime (1.5), as the API defines it, not from the
+// event that carried it (2).
 func TestConvergenceAfterMinReadySeconds(t *testing.T) {
 	ds := daemonSet("d", minReady(10))
 	c := oracle.NewChecker(oracle.Config{})
@@ -131,12 +133,12 @@ func TestConvergenceAfterMinReadySeconds(t *testing.T) {
 		agree(t, c, i)
 	}
 	got, ok := c.ConvergedAt(id)
-	want := oracle.Convergence{Barrier: "create", DaemonSet: dsKey, Start: at(0), At: at(12), Event: oracle.EventRef{Time: at(12), Kind: oracle.Timer, Object: "Node n1"}}
+	want := oracle.Convergence{Barrier: "create", DaemonSet: dsKey, Start: at(0), At: at(11.5), Event: oracle.EventRef{Time: at(11.5), Kind: oracle.Timer, Object: "Node n1"}}
 	if diff := cmp.Diff(want, got); !ok || diff != "" {
 		t.Errorf("ConvergedAt ok=%v (-want +got):\n%s", ok, diff)
 	}
-	if conv, since := c.Converged(dsKey); !conv || !since.Equal(at(12)) {
-		t.Errorf("Converged = %v since %v, want true since %v", conv, since, at(12))
+	if conv, since := c.Converged(dsKey); !conv || !since.Equal(at(11.5)) {
+		t.Errorf("Converged = %v since %v, want true since %v", conv, since, at(11.5))
 	}
 }
 

@@ -248,11 +248,17 @@ func (w *World) applyPod(p *corev1.Pod, deleted bool, t time.Time) change {
 		}
 		e.readySince = old.readySince
 	}
+	// Availability is defined by the API (podutil.IsPodAvailable): the Ready
+	// condition's lastTransitionTime plus minReadySeconds. That time has
+	// whole-second precision, so it may be up to a second before the event
+	// arrived; judging by arrival instead would blame a correct controller
+	// for acting on the API's own definition. A transition time from the
+	// future (clock skew) is not trusted.
 	switch ready, since := podReady(p); {
 	case !ready:
 		e.readySince = time.Time{}
-	case e.readySince.IsZero() && firstSeen && !since.IsZero() && !since.After(t):
-		e.readySince = since // first seen already Ready: trust its condition
+	case e.readySince.IsZero() && !since.IsZero() && !since.After(t):
+		e.readySince = since
 	case e.readySince.IsZero():
 		e.readySince = t
 	}
