@@ -324,9 +324,15 @@ func (s *runState) reset(ctx context.Context) error {
 			return fmt.Errorf("deleting pods in %s: %w", ns, err)
 		}
 	}
+	var stale []string
 	if s.r.conf.OwnsCluster {
-		if err := c.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: kwok.PoolLabel}); err != nil {
-			return fmt.Errorf("deleting nodes: %w", err)
+		list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kwok.PoolLabel})
+		if err != nil {
+			return fmt.Errorf("listing nodes: %w", err)
+		}
+		stale = s.staleNodes(list.Items)
+		if err := kwok.DeleteNodes(ctx, c, stale, 0); err != nil {
+			return err
 		}
 	}
 	// Wait until the slate is clean, so that no leftover is measured.
@@ -341,14 +347,66 @@ func (s *runState) reset(ctx context.Context) error {
 				return false, nil
 			}
 		}
-		if s.r.conf.OwnsCluster {
-			nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kwok.PoolLabel, Limit: 1})
-			if err != nil || len(nodes.Items) > 0 {
+		for _, name := range stale {
+			if _, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return false, nil
 			}
 		}
 		return true, nil
 	})
+}
+
+// staleNodes lists the nodes that the scenario's pools do not have exactly as
+// they are: other names, or labels, taints, capacity, schedulability or
+// readiness that an earlier run changed. The rest are reused, which saves
+// creating thousands of nodes for every repetition.
+func (s *runState) staleNodes(nodes []corev1.Node) []string {
+	want := map[string]*corev1.Node{}
+	for _, p := range s.sc.Cluster.Pools {
+		kp := s.kwokPool(p, 0, p.Count)
+		for i := range p.Count {
+			want[kp.NodeName(i)] = kp.Node(i)
+		}
+	}
+	var stale []string
+	for i := range nodes {
+		n := &nodes[i]
+		w, ok := want[n.Name]
+		if !ok || !sameNode(n, w) {
+			stale = append(stale, n.Name)
+		}
+	}
+	sort.Strings(stale)
+	return stale
+}
+
+func sameNode(have, want *corev1.Node) bool {
+	if !kwok.NodeSchedulable(have) || have.Spec.Unschedulable || len(have.Spec.Taints) != len(want.Spec.Taints) {
+		return false
+	}
+	for k, v := range want.Labels {
+		if have.Labels[k] != v {
+			return false
+		}
+	}
+	// The apiserver adds the deprecated beta.kubernetes.io/{os,arch} labels.
+	for k := range have.Labels {
+		if _, ok := want.Labels[k]; !ok && !strings.HasPrefix(k, "beta.kubernetes.io/") {
+			return false
+		}
+	}
+	for i, t := range want.Spec.Taints {
+		h := have.Spec.Taints[i]
+		if h.Key != t.Key || h.Value != t.Value || h.Effect != t.Effect {
+			return false
+		}
+	}
+	for name, q := range want.Status.Capacity {
+		if hq, ok := have.Status.Capacity[name]; !ok || hq.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *runState) namespaces() []string {
@@ -374,7 +432,7 @@ func (s *runState) createPools(ctx context.Context) error {
 		}
 		s.pools[p.Name] = ps
 		total += p.Count
-		s.progress("creating %d nodes in pool %s", p.Count, p.Name)
+		s.progress("creating the missing nodes of pool %s (%d)", p.Name, p.Count)
 		if err := kwok.CreateNodes(ctx, s.r.client, kp, 0); err != nil {
 			return err
 		}
@@ -392,7 +450,9 @@ func (s *runState) createPools(ctx context.Context) error {
 				ready++
 			}
 		}
-		s.progress("%d/%d nodes Ready and schedulable", ready, total)
+		if p := s.r.conf.Progress; p != nil {
+			p.Status(fmt.Sprintf("%d/%d nodes Ready and schedulable", ready, total))
+		}
 		return ready >= total, nil
 	})
 	if err != nil {
