@@ -60,6 +60,9 @@ type ClusterConfig struct {
 // pods (HARNESS-NOTES); 32 kept 5000 pods moving here.
 const DefaultKwokParallelism = 32
 
+// NodeLeaseDurationSeconds is the fake nodes' lease duration.
+const NodeLeaseDurationSeconds = 40
+
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 // withDefaults returns the config with defaults filled in, or an error that
@@ -256,7 +259,12 @@ func (c *Cluster) kwokctlConfig() ([]byte, error) {
 			EtcdBinary:                  b.Path(BinEtcd),
 			CacheDir:                    filepath.Join(c.conf.Workdir, "cache"),
 			DisableQPSLimits:            &disable,
-			EnableCRDs:                  []string{"Stage"},
+			// kwokctl's default lease of 200 s renews every 50 s, past
+			// kube-controller-manager's 50 s grace: on a busy machine nodes
+			// then go Unknown and the node-lifecycle controller marks every
+			// pod on them not ready. 40 s renews every 10 s.
+			NodeLeaseDurationSeconds: NodeLeaseDurationSeconds,
+			EnableCRDs:               []string{"Stage"},
 		},
 		ComponentsPatches: []configv1alpha1.ComponentPatches{
 			{Name: "kube-controller-manager", ExtraArgs: kcmArgs},

@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
@@ -180,6 +181,15 @@ func TestStagesFailAndNeverReady(t *testing.T) {
 			return podState(ctx, client, "stage-"+name) == w, nil
 		})
 	}
+	// A pod the node-lifecycle controller marked not ready becomes ready
+	// again, as a kubelet would make it.
+	notReady := []byte(`{"status":{"conditions":[{"type":"Ready","status":"False","reason":"NodeNotReady"}]}}`)
+	if _, err := client.CoreV1().Pods("default").Patch(ctx, "stage-ok", types.StrategicMergePatchType, notReady, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "stage-ok ready again", func() (bool, error) {
+		return podState(ctx, client, "stage-ok") == "Running/True", nil
+	})
 	// The hang pod must stay not ready.
 	time.Sleep(2 * time.Second)
 	if got := podState(ctx, client, "stage-hang"); got != "Running/False" {

@@ -49,7 +49,7 @@ func TestKwokctlConfigTurnsBuiltinDaemonSetControllerOff(t *testing.T) {
 		if off == upstream {
 			t.Errorf("upstream=%v: daemonset controller disabled=%v in\n%s", upstream, off, s)
 		}
-		for _, want := range []string{"runtime: binary", "disableQPSLimits: true", "/bin-dir/kube-apiserver", "/bin-dir/etcd", "kind: KwokConfiguration", "podPlayStageParallelism: 32"} {
+		for _, want := range []string{"runtime: binary", "disableQPSLimits: true", "/bin-dir/kube-apiserver", "/bin-dir/etcd", "kind: KwokConfiguration", "podPlayStageParallelism: 32", "nodeLeaseDurationSeconds: 40"} {
 			if !strings.Contains(s, want) {
 				t.Errorf("config lacks %q:\n%s", want, s)
 			}
@@ -124,7 +124,7 @@ func TestStagesRender(t *testing.T) {
 	for _, s := range stages {
 		names = append(names, s.GetName())
 	}
-	if diff := cmp.Diff([]string{"node-initialize", "node-heartbeat-with-lease", "dsbench-pod-ready", "dsbench-pod-delete"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"node-initialize", "node-heartbeat-with-lease", "dsbench-pod-ready", "dsbench-pod-reready", "dsbench-pod-delete"}, names); diff != "" {
 		t.Errorf("default stages (-want +got):\n%s", diff)
 	}
 	stages, err = Stages(StageOptions{ReadyDelay: time.Second, ReadyJitter: 500 * time.Millisecond, FailImages: `^bad"`, NeverReadyImages: "hang"})
@@ -137,8 +137,8 @@ func TestStagesRender(t *testing.T) {
 			t.Errorf("pod-ready stage lacks %q:\n%s", want, data)
 		}
 	}
-	if len(stages) != 6 {
-		t.Errorf("want 6 stages with fail and never-ready, got %d", len(stages))
+	if len(stages) != 7 {
+		t.Errorf("want 7 stages with fail and never-ready, got %d", len(stages))
 	}
 	if _, err := Stages(StageOptions{FailImages: "("}); err == nil || !strings.Contains(err.Error(), "failImages") {
 		t.Errorf("bad regexp: %v", err)
