@@ -175,7 +175,16 @@ func Up(ctx context.Context, conf ClusterConfig) (*Cluster, error) {
 
 	ctx, cancel := context.WithTimeout(ctx, conf.Timeout)
 	defer cancel()
-	if err := c.create(ctx); err != nil {
+	err = c.create(ctx)
+	if err != nil && ctx.Err() == nil {
+		// kwokctl picks free ports before it starts the components, so a
+		// cluster started at the same moment can take one; try once more.
+		fmt.Fprintf(conf.Log, "up failed (%v); retrying once\n", err)
+		if derr := c.Down(ctx); derr == nil {
+			err = c.create(ctx)
+		}
+	}
+	if err != nil {
 		// Whatever half-started must not outlive us.
 		downCtx, downCancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer downCancel()
@@ -212,6 +221,13 @@ func (c *Cluster) create(ctx context.Context) error {
 	}
 	if err := waitReady(ctx, client); err != nil {
 		return err
+	}
+	// The API answering says nothing of the others: a kwok controller that
+	// lost a port race exits, and no node would ever become Ready.
+	for comp, pid := range c.componentPIDs() {
+		if !processAlive(pid) {
+			return fmt.Errorf("component %s (pid %d) exited during up (logs in %s)", comp, pid, c.LogDir())
+		}
 	}
 	return ApplyStages(ctx, cfg, StageOptions{})
 }
