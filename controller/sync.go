@@ -70,6 +70,16 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		return nil // only a spec change can fix it, and that enqueues again
 	}
 
+	// Check expectations before reading the cache, as upstream: the
+	// informer updates its store before the handler lowers them, so once
+	// they are satisfied every awaited pod is in what we read next. Read
+	// first and checked second, a pod that arrives in between is both
+	// missing from our view and no longer awaited: a duplicate.
+	satisfied := c.expectations.Satisfied(key)
+	if satisfied && c.expectations.Expired(key) {
+		adds, dels := c.expectations.Pending(key)
+		logger.V(2).Info("Expectations expired, acting anyway", "pendingCreates", adds, "pendingDeletes", dels)
+	}
 	nodes, err := c.nodeLister.List(labels.Everything())
 	if err != nil {
 		return fmt.Errorf("listing nodes from cache: %w", err)
@@ -83,11 +93,6 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		return fmt.Errorf("claiming ControllerRevisions: %w", err)
 	}
 
-	satisfied := c.expectations.Satisfied(key)
-	if satisfied && c.expectations.Expired(key) {
-		adds, dels := c.expectations.Pending(key)
-		logger.V(2).Info("Expectations expired, acting anyway", "pendingCreates", adds, "pendingDeletes", dels)
-	}
 	hp, pods, err := c.syncHistory(ctx, ds, revisions, pods)
 	if err != nil {
 		return fmt.Errorf("constructing history: %w", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -527,4 +528,43 @@ func TestSyncEdgeCases(t *testing.T) {
 			t.Errorf("actions = %q, want none", got)
 		}
 	})
+}
+
+// TestSyncReadsPodsOnlyAfterCheckingExpectations is the race behind a
+// duplicate pod seen at 1000 nodes: the sync reads the cache, the informer
+// then delivers the awaited pod (satisfying the expectations), and only then
+// does the sync check them. In that order it acts on a cache that lacks the
+// pod and creates a second one on its node. Here the event arrives while the
+// sync adopts an orphan on another node.
+func TestSyncReadsPodsOnlyAfterCheckingExpectations(t *testing.T) {
+	ds := newDaemonSet("agent")
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil), newNode("n2", nil),
+		orphan(newPodFor(ds, "agent-n2", "n2"))})
+	key := dsKey(ds)
+	f.c.expectations.Expect(key, 1, nil) // an earlier sync created a pod on n1
+	inFlight := newPodFor(ds, "agent-n1", "n1")
+	var delivered atomic.Bool
+	f.client.PrependReactor("patch", "pods", func(core.Action) (bool, runtime.Object, error) {
+		if delivered.CompareAndSwap(false, true) {
+			f.addToCache(inFlight) // the informer updates its store, then calls the handler
+			f.c.addPod(inFlight)
+		}
+		return false, nil, nil
+	})
+	if err := f.sync(key); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if !delivered.Load() {
+		t.Fatal("the sync adopted nothing, so the race was not exercised")
+	}
+	if got := filterActions(f.actions(), "create pods"); len(got) != 0 {
+		t.Fatalf("sync created %d pods on a node whose pod was in flight: %v", len(got), summarize(got))
+	}
+	// The next sync sees the pod and has nothing to create.
+	if err := f.sync(key); err != nil {
+		t.Fatalf("second sync: %v", err)
+	}
+	if got := filterActions(f.actions(), "create pods"); len(got) != 0 {
+		t.Fatalf("second sync created %d pods: %v", len(got), summarize(got))
+	}
 }
