@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -630,12 +631,19 @@ func (s *runState) waitConverged(ctx context.Context, w *scenarios.WaitStep, nam
 		}
 		if s.r.clock.Now().After(deadline) {
 			s.mu.Lock()
+			var why []string
+			others := s.pending[:0:0]
 			for _, pb := range s.pending {
+				if len(w.DaemonSets) > 0 && !containsRef(s.sc, w.DaemonSets, pb.ds) {
+					others = append(others, pb) // a later barrier may still wait for it
+					continue
+				}
 				s.steps[pb.step].timedOut = true
+				why = append(why, fmt.Sprintf("step %q: %s", s.steps[pb.step].name, s.checker.Explain(pb.id)))
 			}
-			s.pending = nil
+			s.pending = others
 			s.mu.Unlock()
-			s.recordNotConverged(name, deadline)
+			s.recordNotConverged(name, timeout, deadline, why)
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -654,11 +662,17 @@ func containsRef(sc *scenarios.Scenario, refs []string, key string) bool {
 	return false
 }
 
-func (s *runState) recordNotConverged(name string, at time.Time) {
+// recordNotConverged records a barrier's timeout with what kept each of its
+// steps from converging, so that a report says which nodes and why.
+func (s *runState) recordNotConverged(name string, timeout time.Duration, at time.Time, why []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	detail := fmt.Sprintf("%s timed out after %v", name, timeout)
+	if len(why) > 0 {
+		detail += ": " + strings.Join(why, "; ")
+	}
 	s.run.Violations = append(s.run.Violations, reports.Violation{
-		Kind: string(scenarios.NotConverged), Start: at, Detail: "waitConverged " + name + " timed out",
+		Kind: string(scenarios.NotConverged), Start: at, Detail: detail,
 		Expected: s.expected(scenarios.NotConverged, "", at),
 	})
 }
@@ -761,6 +775,25 @@ func (s *runState) collect(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sample(now)
+	// Barriers no waitConverged covered: a step is never reported converged
+	// (in 0 s) just because nobody waited for it.
+	for _, pb := range s.pending {
+		rec := &s.steps[pb.step]
+		if c, ok := s.checker.ConvergedAt(pb.id); ok {
+			if c.At.After(rec.at) {
+				rec.at = c.At
+				rec.event = &reports.Event{Time: c.Event.Time, Reason: string(c.Event.Kind), Object: c.Event.Object}
+			}
+			continue
+		}
+		rec.timedOut = true
+		s.run.Violations = append(s.run.Violations, reports.Violation{
+			Kind: string(scenarios.NotConverged), Start: now,
+			Detail:   fmt.Sprintf("step %q had not converged when the run ended and no waitConverged covered it: %s", rec.name, s.checker.Explain(pb.id)),
+			Expected: s.expected(scenarios.NotConverged, pb.ds, now),
+		})
+	}
+	s.pending = nil
 	for _, rec := range s.steps {
 		step := reports.Step{Name: rec.name, Kind: rec.kind, Start: rec.start, Converged: !rec.timedOut, CompletingEvent: rec.event}
 		if !rec.at.IsZero() {

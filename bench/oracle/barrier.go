@@ -189,3 +189,19 @@ func AllOf(vs ...Visibility) Visibility {
 		return true
 	}
 }
+
+// Explain says why a barrier has not completed, for a timeout's report: the
+// step's writes not yet visible, or what keeps its DaemonSet from converging.
+func (c *Checker) Explain(id BarrierID) string {
+	if id < 0 || int(id) >= len(c.barriers) {
+		return "unknown barrier"
+	}
+	st := c.barriers[id]
+	if st.done {
+		return "converged"
+	}
+	if st.b.Visible != nil && !st.b.Visible(c.w) {
+		return st.b.DaemonSet + ": the step's writes never reached the oracle's watch"
+	}
+	return c.Verdict(st.b.DaemonSet).Problems(3)
+}

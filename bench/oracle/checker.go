@@ -47,6 +47,9 @@ const (
 	// that never had one (new nodes, broken pods) are not the rollout's doing.
 	// maxUnavailable is resolved against the oracle's count of must-run nodes,
 	// percentages rounded up, 1 when maxSurge and maxUnavailable are both 0.
+	// When nodes leave, a percentage limit can shrink below disruptions that
+	// were within it when made; that is excused until another node is
+	// disrupted while the DaemonSet is over the limit.
 	Overunavailable Kind = "Overunavailable"
 	// OrphanPod: a non-terminating pod without a controller reference that a
 	// live DaemonSet's selector matches (in its namespace) and that nobody
@@ -126,10 +129,14 @@ type dsState struct {
 	nodes map[string]*nodeTrack
 	// Aggregates over nodes, kept incrementally.
 	mustRun, notOK, disrupted int
-	unplaced                  int
-	converged                 bool
-	convergedSince            time.Time
-	rollout                   *rolloutState
+	// lastDisrupted is disrupted at the previous settle; excusedDisrupted,
+	// when not 0, the level of disruption excused because the limit shrank
+	// under it (see Overunavailable).
+	lastDisrupted, excusedDisrupted int
+	unplaced                        int
+	converged                       bool
+	convergedSince                  time.Time
+	rollout                         *rolloutState
 }
 
 type nodeTrack struct {
@@ -544,6 +551,19 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 	}
 	k := episodeKey{ds: s.key, kind: Overunavailable}
 	over := s.disrupted > allowed && !conv
+	switch {
+	case !over:
+		s.excusedDisrupted = 0
+	case s.disrupted <= s.excusedDisrupted:
+		over = false
+	case s.disrupted <= s.lastDisrupted && c.open[k] == nil:
+		// Over only because the limit shrank (must-run nodes left) under
+		// disruptions that were within it: not the controller's doing, as
+		// long as it disrupts no further node until back within the limit.
+		s.excusedDisrupted = s.disrupted
+		over = false
+	}
+	s.lastDisrupted = s.disrupted
 	c.episode(k, over, t, func(x *Violation) {
 		if s.disrupted > x.Peak {
 			x.Peak, x.Allowed = s.disrupted, allowed

@@ -1,6 +1,7 @@
 package oracle_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -186,6 +187,18 @@ func TestCheckerViolations(t *testing.T) {
 			want:  []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.Overunavailable, Start: at(6), End: at(9), Peak: 3, Allowed: 1}},
 		},
 		{
+			name:   "a limit that shrinks as nodes leave is not the rollout's doing",
+			events: shrinkingLimit(false),
+			grace:  map[oracle.Kind]time.Duration{oracle.MissingPod: 5 * sec, oracle.PodOnDeletedNode: sec},
+		},
+		{
+			name:   "disrupting another node while over a shrunk limit is",
+			events: shrinkingLimit(true),
+			grace:  map[oracle.Kind]time.Duration{oracle.MissingPod: 5 * sec, oracle.PodOnDeletedNode: sec},
+			// It ends when the disruption is back to the level excused.
+			want: []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.Overunavailable, Start: at(8), End: at(8.5), Peak: 3, Allowed: 1}},
+		},
+		{
 			name: "new nodes without pods are not the rollout's doing",
 			events: func(tl *timeline) {
 				tl.add(0, node("n1")).add(0, ds).add(1, pod(ds, "a", "n1", ready(at(1))))
@@ -299,5 +312,38 @@ func TestViolationDetailAndOpenEpisodes(t *testing.T) {
 	}
 	if d := c.Violations()[0].Duration(); d != 0 {
 		t.Errorf("open violation Duration = %v, want 0", d)
+	}
+}
+
+// shrinkingLimit: 11 nodes, maxUnavailable 10% (2). The rollout disrupts n1
+// and n2; then n11 leaves and the limit becomes 1. With more, the controller
+// disrupts n3 while over the shrunk limit.
+func shrinkingLimit(more bool) func(tl *timeline) {
+	old := daemonSet("d", maxUnavailable(intstr.FromString("10%")))
+	upd := daemonSet("d", maxUnavailable(intstr.FromString("10%")), image("pause:2", 2))
+	return func(tl *timeline) {
+		tl.add(0, old)
+		for i := 1; i <= 11; i++ {
+			n := fmt.Sprintf("n%d", i)
+			tl.add(0, node(n)).add(0, pod(old, "p"+n, n, ready(at(0))))
+		}
+		tl.mod(5, upd)
+		tl.mod(6, pod(old, "pn1", "n1", ready(at(0)), terminating)).mod(6, pod(old, "pn2", "n2", ready(at(0)), terminating))
+		tl.del(7, node("n11")).del(7, pod(old, "pn11", "n11"))
+		if more {
+			tl.mod(8, pod(old, "pn3", "n3", ready(at(0)), terminating))
+		}
+		tl.del(8.5, pod(old, "pn1", "n1", terminating)).add(8.5, pod(upd, "qn1", "n1", ready(at(8.5))))
+		tl.del(9, pod(old, "pn2", "n2", terminating)).add(9, pod(upd, "qn2", "n2", ready(at(9))))
+		if more {
+			tl.del(9.5, pod(old, "pn3", "n3", terminating)).add(9.5, pod(upd, "qn3", "n3", ready(at(9.5))))
+		}
+		for i := 3; i <= 10; i++ {
+			if i == 3 && more {
+				continue
+			}
+			n := fmt.Sprintf("n%d", i)
+			tl.mod(10, pod(old, "p"+n, n, ready(at(0)), terminating)).del(10, pod(old, "p"+n, n, terminating)).add(10, pod(upd, "q"+n, n, ready(at(10))))
+		}
 	}
 }

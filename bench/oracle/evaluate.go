@@ -1,7 +1,9 @@
 package oracle
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -330,4 +332,50 @@ func sortedValues(m map[string]*podEntry) []*podEntry {
 		out = append(out, m[k])
 	}
 	return out
+}
+
+// Problems describes what keeps v from converging, naming up to max nodes per
+// kind of problem, e.g. "ns/ds: 3 nodes missing a pod (a, b, c), 1 not
+// available (d)". It is "" when v is converged.
+func (v Verdict) Problems(max int) string {
+	if v.Converged {
+		return ""
+	}
+	if !v.Exists {
+		return fmt.Sprintf("%s: deleted, %s", v.DaemonSet, listed(v.Leftover, "pod", "left", max))
+	}
+	var parts []string
+	add := func(list []string, what string) {
+		if len(list) > 0 {
+			parts = append(parts, listed(list, "node", what, max))
+		}
+	}
+	add(v.Missing, "missing a pod")
+	add(v.NotAvailable, "with a pod not (current and) available")
+	add(v.Outdated, "with an outdated pod")
+	add(v.Duplicates, "with duplicate pods")
+	add(v.Ineligible, "ineligible but holding a pod")
+	add(v.OnDeletedNodes, "deleted but holding a pod")
+	add(v.Failed, "holding a Failed or Succeeded pod")
+	if len(v.Unplaced) > 0 {
+		parts = append(parts, listed(v.Unplaced, "pod", "without a target node", max))
+	}
+	return v.DaemonSet + ": " + strings.Join(parts, ", ")
+}
+
+// listed renders "3 nodes missing a pod (a, b, c, ...)".
+func listed(names []string, noun, what string, max int) string {
+	if len(names) != 1 {
+		noun += "s"
+	}
+	s := fmt.Sprintf("%d %s", len(names), noun)
+	if what != "" {
+		s += " " + what
+	}
+	shown := names[:min(len(names), max)]
+	s += " (" + strings.Join(shown, ", ")
+	if len(names) > len(shown) {
+		s += ", ..."
+	}
+	return s + ")"
 }

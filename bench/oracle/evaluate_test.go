@@ -229,3 +229,45 @@ func TestWorldApply(t *testing.T) {
 		t.Errorf("World (-want +got):\n%s", diff)
 	}
 }
+
+func TestVerdictProblems(t *testing.T) {
+	tests := []struct {
+		name string
+		v    oracle.Verdict
+		want string
+	}{
+		{"converged", oracle.Verdict{DaemonSet: "ns/d", Exists: true, Converged: true}, ""},
+		{
+			"several kinds, truncated",
+			oracle.Verdict{DaemonSet: "ns/d", Exists: true, Missing: []string{"a", "b", "c"}, NotAvailable: []string{"d"}, Unplaced: []string{"ns/p"}},
+			"ns/d: 3 nodes missing a pod (a, b, ...), 1 node with a pod not (current and) available (d), 1 pod without a target node (ns/p)",
+		},
+		{"deleted with leftovers", oracle.Verdict{DaemonSet: "ns/d", Leftover: []string{"ns/p1"}}, "ns/d: deleted, 1 pod left (ns/p1)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.v.Problems(2); got != tt.want {
+				t.Errorf("Problems(2) =\n  %q\nwant\n  %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckerExplainsPendingBarrier(t *testing.T) {
+	ds := daemonSet("d")
+	c := oracle.NewChecker(oracle.Config{})
+	for _, o := range []runtime.Object{node("n1"), node("n2"), ds, pod(ds, "a", "n1", ready(t0))} {
+		if err := c.Apply(oracle.Event{Time: t0, Kind: oracle.Added, Object: o}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := ds.Namespace + "/" + ds.Name
+	id := c.AddBarrier(oracle.Barrier{Name: "join", DaemonSet: key, Start: t0})
+	if got, want := c.Explain(id), key+": 1 node missing a pod (n2)"; got != want {
+		t.Errorf("Explain = %q, want %q", got, want)
+	}
+	hidden := c.AddBarrier(oracle.Barrier{Name: "join", DaemonSet: key, Start: t0, Visible: oracle.NodesPresent("n3")})
+	if got := c.Explain(hidden); got != key+": the step's writes never reached the oracle's watch" {
+		t.Errorf("Explain of an invisible step = %q", got)
+	}
+}

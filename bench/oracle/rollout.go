@@ -77,6 +77,7 @@ func (c *Checker) startRollout(s *dsState, from string, t time.Time) {
 		tr.wasAvailable = tr.view.available || carry && tr.wasAvailable
 		s.account(tr, +1)
 	}
+	s.lastDisrupted, s.excusedDisrupted = s.disrupted, 0
 }
 
 func (c *Checker) endRollout(s *dsState, t time.Time, outcome RolloutOutcome) {
