@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -138,6 +137,14 @@ func LoadRESTConfig(path string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
 	}
+	// Inline the certificates. client-go caches transports by file path
+	// when a kubeconfig names files, so a cluster brought up again under
+	// the same name (new PKI, same paths) would be dialled with the dead
+	// cluster's CA for the rest of the process.
+	if err := rest.LoadTLSFiles(cfg); err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	cfg.CAFile, cfg.CertFile, cfg.KeyFile = "", "", ""
 	cfg.QPS = -1
 	cfg.Burst = 0
 	cfg.Timeout = 60 * time.Second
@@ -235,18 +242,28 @@ func (c *Cluster) create(ctx context.Context) error {
 // waitReady waits for /readyz and for the default ServiceAccount, without
 // which the apiserver refuses every pod.
 func waitReady(ctx context.Context, client kubernetes.Interface) error {
+	var last error // why the last poll said no, for the timeout's message
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		if err != nil || string(body) != "ok" {
+		switch {
+		case err != nil:
+			last = fmt.Errorf("/readyz: %w", err)
+			return false, nil
+		case string(body) != "ok":
+			last = fmt.Errorf("/readyz said %q", body)
 			return false, nil
 		}
 		_, err = client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		if err != nil {
+			last = fmt.Errorf("default ServiceAccount: %w", err)
 			return false, nil
 		}
-		return err == nil, nil
+		return true, nil
 	})
 	if err != nil {
+		if last != nil {
+			err = fmt.Errorf("%w (last: %v)", err, last)
+		}
 		return fmt.Errorf("waiting for the API and the default ServiceAccount: %w", err)
 	}
 	return nil
