@@ -91,6 +91,10 @@ type Config struct {
 	// excused, since the controller acts on a cache that may lag. A sensible
 	// MissingPod grace is the pod-creation latency the run tolerates.
 	Grace map[Kind]time.Duration
+	// LimitLag is how long a percentage maxUnavailable that shrank (must-run
+	// nodes left) still allows its old value: the controller decides on a
+	// cache that may not show the departure yet.
+	LimitLag time.Duration
 }
 
 // EventRef names the event at which something was observed.
@@ -133,10 +137,20 @@ type dsState struct {
 	// when not 0, the level of disruption excused because the limit shrank
 	// under it (see Overunavailable).
 	lastDisrupted, excusedDisrupted int
-	unplaced                        int
-	converged                       bool
-	convergedSince                  time.Time
-	rollout                         *rolloutState
+	// lastAllowed is the limit at the previous settle; recentLimits the
+	// higher limits a lagging controller may still apply (see LimitLag).
+	lastAllowed    int
+	recentLimits   []recentLimit
+	unplaced       int
+	converged      bool
+	convergedSince time.Time
+	rollout        *rolloutState
+}
+
+// recentLimit is a maxUnavailable limit that applied until shortly before.
+type recentLimit struct {
+	until   time.Time
+	allowed int
 }
 
 type nodeTrack struct {
@@ -546,6 +560,18 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 		return
 	}
 	_, allowed := s.e.limits(s.mustRun)
+	if allowed < s.lastAllowed && c.cfg.LimitLag > 0 {
+		s.recentLimits = append(s.recentLimits, recentLimit{until: t.Add(c.cfg.LimitLag), allowed: s.lastAllowed})
+	}
+	s.lastAllowed = allowed
+	kept := s.recentLimits[:0]
+	for _, l := range s.recentLimits {
+		if t.Before(l.until) {
+			kept = append(kept, l)
+			allowed = max(allowed, l.allowed)
+		}
+	}
+	s.recentLimits = kept
 	if s.disrupted > r.PeakUnavailable {
 		r.PeakUnavailable, r.AllowedAtPeak = s.disrupted, allowed
 	}

@@ -188,12 +188,12 @@ func TestCheckerViolations(t *testing.T) {
 		},
 		{
 			name:   "a limit that shrinks as nodes leave is not the rollout's doing",
-			events: shrinkingLimit(false),
+			events: shrinkingLimit(0),
 			grace:  map[oracle.Kind]time.Duration{oracle.MissingPod: 5 * sec, oracle.PodOnDeletedNode: sec},
 		},
 		{
 			name:   "disrupting another node while over a shrunk limit is",
-			events: shrinkingLimit(true),
+			events: shrinkingLimit(8),
 			grace:  map[oracle.Kind]time.Duration{oracle.MissingPod: 5 * sec, oracle.PodOnDeletedNode: sec},
 			// It ends when the disruption is back to the level excused.
 			want: []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.Overunavailable, Start: at(8), End: at(8.5), Peak: 3, Allowed: 1}},
@@ -316,11 +316,12 @@ func TestViolationDetailAndOpenEpisodes(t *testing.T) {
 }
 
 // shrinkingLimit: 11 nodes, maxUnavailable 10% (2). The rollout disrupts n1
-// and n2; then n11 leaves and the limit becomes 1. With more, the controller
-// disrupts n3 while over the shrunk limit.
-func shrinkingLimit(more bool) func(tl *timeline) {
+// and n2; at 7 n11 leaves and the limit becomes 1. With moreAt > 0 the
+// controller disrupts n3 then, while over the shrunk limit.
+func shrinkingLimit(moreAt float64) func(tl *timeline) {
 	old := daemonSet("d", maxUnavailable(intstr.FromString("10%")))
 	upd := daemonSet("d", maxUnavailable(intstr.FromString("10%")), image("pause:2", 2))
+	more := moreAt > 0
 	return func(tl *timeline) {
 		tl.add(0, old)
 		for i := 1; i <= 11; i++ {
@@ -331,7 +332,7 @@ func shrinkingLimit(more bool) func(tl *timeline) {
 		tl.mod(6, pod(old, "pn1", "n1", ready(at(0)), terminating)).mod(6, pod(old, "pn2", "n2", ready(at(0)), terminating))
 		tl.del(7, node("n11")).del(7, pod(old, "pn11", "n11"))
 		if more {
-			tl.mod(8, pod(old, "pn3", "n3", ready(at(0)), terminating))
+			tl.mod(moreAt, pod(old, "pn3", "n3", ready(at(0)), terminating))
 		}
 		tl.del(8.5, pod(old, "pn1", "n1", terminating)).add(8.5, pod(upd, "qn1", "n1", ready(at(8.5))))
 		tl.del(9, pod(old, "pn2", "n2", terminating)).add(9, pod(upd, "qn2", "n2", ready(at(9))))
@@ -345,5 +346,60 @@ func shrinkingLimit(more bool) func(tl *timeline) {
 			n := fmt.Sprintf("n%d", i)
 			tl.mod(10, pod(old, "p"+n, n, ready(at(0)), terminating)).del(10, pod(old, "p"+n, n, terminating)).add(10, pod(upd, "q"+n, n, ready(at(10))))
 		}
+	}
+}
+
+// lateDisruption: 11 nodes, maxUnavailable 10% (2). The rollout disrupts
+// n1; at 7 n11 leaves and the limit becomes 1; at disruptAt the controller
+// disrupts n2, within the limit it last saw.
+func lateDisruption(disruptAt float64) func(tl *timeline) {
+	old := daemonSet("d", maxUnavailable(intstr.FromString("10%")))
+	upd := daemonSet("d", maxUnavailable(intstr.FromString("10%")), image("pause:2", 2))
+	return func(tl *timeline) {
+		tl.add(0, old)
+		for i := 1; i <= 11; i++ {
+			n := fmt.Sprintf("n%d", i)
+			tl.add(0, node(n)).add(0, pod(old, "p"+n, n, ready(at(0))))
+		}
+		tl.mod(5, upd).mod(6, pod(old, "pn1", "n1", ready(at(0)), terminating))
+		tl.del(7, node("n11")).del(7, pod(old, "pn11", "n11"))
+		tl.mod(disruptAt, pod(old, "pn2", "n2", ready(at(0)), terminating))
+		for i := 1; i <= 10; i++ {
+			n := fmt.Sprintf("n%d", i)
+			if i > 2 {
+				tl.mod(10, pod(old, "p"+n, n, ready(at(0)), terminating))
+			}
+			tl.del(10, pod(old, "p"+n, n, terminating)).add(10, pod(upd, "q"+n, n, ready(at(10))))
+		}
+	}
+}
+
+// A controller whose cache has not seen a node leave still applies the
+// larger limit; LimitLag allows it that long, and no longer.
+func TestOverunavailableLimitLag(t *testing.T) {
+	grace := map[oracle.Kind]time.Duration{oracle.MissingPod: 5 * time.Second, oracle.PodOnDeletedNode: time.Second}
+	for _, tc := range []struct {
+		moreAt float64
+		lag    time.Duration
+		want   int
+	}{
+		{moreAt: 7.5, lag: time.Second, want: 0},
+		{moreAt: 7.5, lag: 0, want: 1},
+		{moreAt: 8.2, lag: time.Second, want: 1},
+	} {
+		t.Run(fmt.Sprintf("disrupt at %v, lag %v", tc.moreAt, tc.lag), func(t *testing.T) {
+			var tl timeline
+			lateDisruption(tc.moreAt)(&tl)
+			c := feed(t, oracle.Config{Grace: grace, LimitLag: tc.lag}, tl)
+			got := c.Finish(tl[len(tl)-1].Time)
+			if len(got) != tc.want {
+				t.Errorf("got %d violations, want %d: %+v", len(got), tc.want, got)
+			}
+			for _, v := range got {
+				if v.Kind != oracle.Overunavailable {
+					t.Errorf("unexpected violation %+v", v)
+				}
+			}
+		})
 	}
 }

@@ -78,6 +78,8 @@ func (c *Checker) startRollout(s *dsState, from string, t time.Time) {
 		s.account(tr, +1)
 	}
 	s.lastDisrupted, s.excusedDisrupted = s.disrupted, 0
+	_, s.lastAllowed = s.e.limits(s.mustRun)
+	s.recentLimits = nil
 }
 
 func (c *Checker) endRollout(s *dsState, t time.Time, outcome RolloutOutcome) {
