@@ -17,8 +17,9 @@ BENCH_FLAGS ?=
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-tools: ## Build the pinned control plane (k8s v1.36.4, etcd, kwok v0.8.0) into .cache/bin; cached.
+tools: ## Build the pinned control plane (k8s v1.36.4, etcd, kwok v0.8.0) and benchstat into .cache/bin; cached.
 	@bash kwok/tools/build.sh $(BIN)
+	@bash kwok/tools/benchstat.sh $(BIN)
 
 build: ## Build the controller and the harness CLI into .cache/.
 	$(GO) build -o $(CACHE)/daemonset-controller ./cmd/daemonset-controller
