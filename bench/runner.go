@@ -209,7 +209,6 @@ type stepRecord struct {
 	name, kind string
 	start      time.Time
 	barriers   []oracle.BarrierID
-	converged  bool
 	at         time.Time
 	event      *reports.Event
 	timedOut   bool

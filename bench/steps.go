@@ -612,11 +612,7 @@ func (s *runState) waitConverged(ctx context.Context, w *scenarios.WaitStep, nam
 				remaining = append(remaining, pb)
 				continue
 			}
-			rec := &s.steps[pb.step]
-			if c.At.After(rec.at) {
-				rec.at = c.At
-				rec.event = &reports.Event{Time: c.Event.Time, Reason: string(c.Event.Kind), Object: c.Event.Object}
-			}
+			s.steps[pb.step].addConvergence(c)
 		}
 		s.pending = remaining
 		waiting := 0
@@ -650,6 +646,15 @@ func (s *runState) waitConverged(ctx context.Context, w *scenarios.WaitStep, nam
 			return ctx.Err()
 		}
 		sleep(ctx, 50*time.Millisecond)
+	}
+}
+
+// addConvergence folds one of the step's barriers into it: a step converges when
+// its last DaemonSet does.
+func (rec *stepRecord) addConvergence(c oracle.Convergence) {
+	if c.At.After(rec.at) {
+		rec.at = c.At
+		rec.event = &reports.Event{Time: c.Event.Time, Reason: string(c.Event.Kind), Object: c.Event.Object}
 	}
 }
 
@@ -780,10 +785,7 @@ func (s *runState) collect(ctx context.Context) {
 	for _, pb := range s.pending {
 		rec := &s.steps[pb.step]
 		if c, ok := s.checker.ConvergedAt(pb.id); ok {
-			if c.At.After(rec.at) {
-				rec.at = c.At
-				rec.event = &reports.Event{Time: c.Event.Time, Reason: string(c.Event.Kind), Object: c.Event.Object}
-			}
+			rec.addConvergence(c)
 			continue
 		}
 		rec.timedOut = true
