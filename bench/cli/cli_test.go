@@ -92,3 +92,26 @@ func TestBuildPatch(t *testing.T) {
 		t.Errorf("cordon not set")
 	}
 }
+
+// validate --nodes checks the scaled scenario too, and names the scale that
+// failed.
+func TestValidateAtOtherScales(t *testing.T) {
+	env, out, _ := testEnv()
+	if err := Main(t.Context(), env, []string{"validate", "--nodes", "100,5000", "node-churn"}); err != nil {
+		t.Fatalf("validate node-churn at 100 and 5000 nodes: %v", err)
+	}
+	for _, want := range []string{"ok at 100 nodes", "ok at 5000 nodes"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	env, _, _ = testEnv()
+	err := Main(t.Context(), env, []string{"validate", "--nodes", "1000000", "node-churn"})
+	if err == nil || !strings.Contains(err.Error(), "at 1000000 nodes") {
+		t.Errorf("validate at 1000000 nodes: got %v, want an error naming the scale", err)
+	}
+	env, _, _ = testEnv()
+	if err := Main(t.Context(), env, []string{"validate", "--nodes", "0", "node-churn"}); !errors.Is(err, ErrUsage) {
+		t.Errorf("validate --nodes 0: got %v, want a usage error", err)
+	}
+}

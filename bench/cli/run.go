@@ -101,6 +101,8 @@ func loadScenarios(env Env, args []string) ([]*scenarios.Scenario, error) {
 
 func runValidate(ctx context.Context, env Env, args []string) error {
 	fs := newFlagSet("validate", env)
+	var nodes []int
+	fs.IntSliceVar(&nodes, "nodes", nil, "also validate each scenario scaled to these node counts (comma-separated)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -108,10 +110,25 @@ func runValidate(ctx context.Context, env Env, args []string) error {
 		return usageError("validate", errors.New("want scenario files or library names"))
 	}
 	scs, err := loadScenarios(env, fs.Args())
+	errs := []error{err}
 	for _, sc := range scs {
 		fmt.Fprintf(env.Stdout, "%s: ok (%s, %d nodes, %d steps)\n", sc.Source, sc.Metadata.Name, sc.DefaultNodes(), len(sc.Steps))
+		for _, n := range nodes {
+			if n <= 0 {
+				return usageError("validate", fmt.Errorf("--nodes %d: want a positive node count", n))
+			}
+			scaled, serr := scenarios.Scale(sc, n)
+			if serr == nil {
+				_, serr = scenarios.Validate(scaled)
+			}
+			if serr != nil {
+				errs = append(errs, fmt.Errorf("%s at %d nodes: %w", sc.Source, n, serr))
+				continue
+			}
+			fmt.Fprintf(env.Stdout, "%s: ok at %d nodes\n", sc.Source, n)
+		}
 	}
-	return err
+	return errors.Join(errs...)
 }
 
 func runLibrary(ctx context.Context, env Env, args []string) error {
