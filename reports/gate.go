@@ -39,24 +39,66 @@ type BaselineEntry struct {
 	Samples        []float64 `json:"samples,omitempty"`
 	Median         *float64  `json:"median,omitempty"`
 	Tolerance      float64   `json:"tolerance,omitempty"` // overrides Baseline.Tolerance
+	// RelativeTo, when set (to "upstream"), makes Samples the ratios of
+	// Controller's value to RelativeTo's in the same repetition of the same
+	// run, so that a machine that is slower or faster as a whole moves both
+	// sides and not the ratio.
+	RelativeTo string `json:"relativeTo,omitempty"`
 }
 
 // NewBaseline makes a baseline from the successful runs of our controller in r,
-// keeping every sample so that the gate can test.
+// keeping every sample so that the gate can test. Where r also measured
+// upstream in the same case, the entries are relative to it (ours ÷ upstream,
+// per repetition): a baseline is then comparable across machines and days,
+// which absolute seconds on a shared 2-core VM are not.
 func NewBaseline(r *Report, tolerance float64) *Baseline {
 	b := &Baseline{SchemaVersion: BaselineSchemaVersion, Created: r.GeneratedAt, GitCommit: r.Versions.GitCommit, Tolerance: tolerance}
-	for _, g := range Groups(r) {
+	groups := Groups(r)
+	for i := range groups {
+		g := &groups[i]
 		if g.Controller != ControllerOurs {
 			continue
 		}
+		ref := findGroup(groups, g.Case, ControllerUpstream)
 		for _, s := range g.Metrics {
-			b.Entries = append(b.Entries, BaselineEntry{
+			e := BaselineEntry{
 				Scenario: g.Case.Scenario, Nodes: g.Case.Nodes, Controller: g.Controller,
 				Metric: s.Metric.Key, HigherIsBetter: s.Metric.HigherIsBetter, Samples: slices.Clone(s.Values),
-			})
+			}
+			if ref != nil {
+				e.RelativeTo, e.Samples = ControllerUpstream, pairedRatios(g, ref, s.Metric.Key)
+				if len(e.Samples) == 0 {
+					continue
+				}
+			}
+			b.Entries = append(b.Entries, e)
 		}
 	}
 	return b
+}
+
+// pairedRatios divides g's value of the metric by ref's in each repetition
+// that both measured. Repetitions with an infinite ratio (x/0) are left out.
+func pairedRatios(g, ref *Group, key string) []float64 {
+	a, b := g.Lookup(key), ref.Lookup(key)
+	if a == nil || b == nil {
+		return nil
+	}
+	byRep := map[int]float64{}
+	for i, rep := range b.Repetitions {
+		byRep[rep] = b.Values[i]
+	}
+	var out []float64
+	for i, rep := range a.Repetitions {
+		den, ok := byRep[rep]
+		if !ok {
+			continue
+		}
+		if q := ratio(a.Values[i], den); !math.IsInf(q, 0) && !math.IsNaN(q) {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // ReadBaseline reads a baseline JSON file.
@@ -171,6 +213,12 @@ func GateWith(r *Report, b *Baseline, opt Options) GateResult {
 }
 
 func gateEntry(groups []Group, e BaselineEntry, tol float64, opt Options) []GateCheck {
+	if e.RelativeTo != "" && e.RelativeTo != ControllerUpstream {
+		return []GateCheck{{
+			Case: Case{e.Scenario, e.Nodes}, Controller: cmp.Or(e.Controller, ControllerOurs), Metric: Metric{Key: e.Metric, Label: e.Metric},
+			Status: GateMissing, Tolerance: tol, Worsening: math.NaN(), Detail: fmt.Sprintf("relativeTo %q: only %q is supported", e.RelativeTo, ControllerUpstream),
+		}}
+	}
 	if e.Tolerance >= 1 {
 		tol = e.Tolerance
 	}
@@ -197,6 +245,17 @@ func gateEntry(groups []Group, e BaselineEntry, tol float64, opt Options) []Gate
 			m = s.Metric
 		}
 		m.HigherIsBetter = e.HigherIsBetter
+		if e.RelativeTo != "" {
+			m = Metric{Key: e.Metric + " ÷ " + e.RelativeTo, Label: m.Label + " ÷ " + e.RelativeTo, Unit: "ratio", HigherIsBetter: e.HigherIsBetter}
+			cur = nil
+			if ref := findGroup(groups, g.Case, e.RelativeTo); ref != nil {
+				cur = pairedRatios(g, ref, e.Metric)
+			} else {
+				out = append(out, GateCheck{Case: g.Case, Controller: controller, Metric: m, Status: GateMissing, Tolerance: tol, Worsening: math.NaN(),
+					Detail: fmt.Sprintf("the baseline is relative to %s, which this report did not measure (run with --controller both)", e.RelativeTo)})
+				continue
+			}
+		}
 		c := GateCheck{Case: g.Case, Controller: controller, Metric: m, Tolerance: tol}
 		base := e.Samples
 		if len(base) == 0 && e.Median != nil {

@@ -139,6 +139,46 @@ func TestGate(t *testing.T) {
 	}
 }
 
+// A baseline measured beside upstream is compared through the same run's
+// upstream: a machine that is slower as a whole passes, ours alone slower
+// fails, and an absolute baseline would have failed the slow machine.
+func TestGateRelativeToUpstream(t *testing.T) {
+	base := []float64{10.0, 10.4, 9.8, 10.1, 10.6, 9.9, 10.2, 10.3}
+	up := scaled(slices.Clone(base), 2)
+	slices.Reverse(up)
+	baseline := NewBaseline(newReport(base, up), 1.25)
+	for _, e := range baseline.Entries {
+		if e.RelativeTo != ControllerUpstream || len(e.Samples) != len(base) {
+			t.Fatalf("entry %s: relativeTo %q with %d samples, want upstream with %d", e.Metric, e.RelativeTo, len(e.Samples), len(base))
+		}
+	}
+	status := func(g GateResult) GateStatus {
+		for _, c := range g.Checks {
+			if c.Metric.Key == "converge ÷ upstream" {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	if g := Gate(newReport(scaled(base, 1.5), scaled(up, 1.5)), baseline); !g.Pass || status(g) != GatePass {
+		t.Errorf("a machine 1.5x slower for both controllers: pass=%v converge=%q, want a pass\n%s", g.Pass, status(g), g.Markdown())
+	}
+	if g := Gate(newReport(scaled(base, 1.5), scaled(base, 1.5)), NewBaseline(newReport(base, nil), 1.25)); g.Pass {
+		t.Errorf("an absolute baseline passed a machine 1.5x slower; the relative test above proves nothing")
+	}
+	g := Gate(newReport(scaled(base, 1.5), up), baseline)
+	if g.Pass || status(g) != GateRegressed {
+		t.Errorf("ours alone 1.5x slower: pass=%v converge=%q, want regressed\n%s", g.Pass, status(g), g.Markdown())
+	}
+	if len(g.Failures) == 0 || !strings.Contains(g.Failures[0], "converge ÷ upstream: median 0.500 → 0.750 (×1.500") {
+		t.Errorf("failures = %q", g.Failures)
+	}
+	g = Gate(newReport(base, nil), baseline)
+	if !g.Pass || !slices.ContainsFunc(g.Warnings, func(w string) bool { return strings.Contains(w, "--controller both") }) {
+		t.Errorf("a report without upstream against a relative baseline: pass=%v warnings=%q, want a pass that says to measure upstream", g.Pass, g.Warnings)
+	}
+}
+
 func TestGateMissingScenario(t *testing.T) {
 	b := &Baseline{SchemaVersion: BaselineSchemaVersion, Entries: []BaselineEntry{{Scenario: "gone", Controller: ControllerOurs, Metric: "converge", Samples: []float64{1, 2, 3, 4}}}}
 	g := Gate(newReport([]float64{1, 2, 3, 4}, nil), b)

@@ -128,6 +128,9 @@ type Step struct {
 	Seconds   float64 `json:"seconds"`
 	// CompletingEvent is the observation that made the oracle declare convergence.
 	CompletingEvent *Event `json:"completingEvent,omitempty"`
+	// SkippedNodes were chosen by the step but deleted by a concurrent leave
+	// or replace before the step reached them.
+	SkippedNodes []string `json:"skippedNodes,omitempty"`
 }
 
 // Event is one observation by the harness.
