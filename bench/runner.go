@@ -153,6 +153,7 @@ type runState struct {
 	windows  []expectWindow
 	timeline map[string]*reports.Timeline
 	steps    []stepRecord
+	skipped  map[*scenarios.Step][]string
 	rollouts []rolloutStep
 	seen     observations
 }
@@ -208,10 +209,13 @@ type pendingBarrier struct {
 type stepRecord struct {
 	name, kind string
 	start      time.Time
-	barriers   []oracle.BarrierID
-	at         time.Time
-	event      *reports.Event
-	timedOut   bool
+	// skipped are chosen nodes that a concurrent leave or replace deleted
+	// before this step reached them.
+	skipped  []string
+	barriers []oracle.BarrierID
+	at       time.Time
+	event    *reports.Event
+	timedOut bool
 }
 
 type rolloutStep struct {

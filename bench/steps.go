@@ -70,8 +70,38 @@ func (s *runState) step(ctx context.Context, st *scenarios.Step) error {
 	if err != nil {
 		return err
 	}
-	s.addBarriers(name, string(st.Kind()), ack, vis)
+	s.mu.Lock()
+	skipped := s.skipped[st]
+	s.mu.Unlock()
+	if len(skipped) > 0 {
+		sort.Strings(skipped)
+		s.progress("step %s: %d chosen nodes left before the step reached them (%s)", name, len(skipped), strings.Join(skipped, ", "))
+	}
+	s.addBarriers(name, string(st.Kind()), ack, vis, skipped)
 	return nil
+}
+
+// leftMeanwhile reports whether err says that the node is gone because a
+// concurrent leave or replace step deleted it after this step chose it, and
+// if so records the node as skipped. Node churn during other steps is what
+// parallel branches are for, so that is not an error; a node that vanished
+// for any other reason is.
+func (s *runState) leftMeanwhile(st *scenarios.Step, node string, err error) bool {
+	if !apierrors.IsNotFound(err) {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ps := range s.pools {
+		if ps.nodes[node] {
+			return false
+		}
+	}
+	if s.skipped == nil {
+		s.skipped = map[*scenarios.Step][]string{}
+	}
+	s.skipped[st] = append(s.skipped[st], node)
+	return true
 }
 
 // visibility says, per DaemonSet ref, when the step's write is visible to the
@@ -107,7 +137,10 @@ func (s *runState) act(ctx context.Context, st *scenarios.Step) (visibility, err
 		ready := st.Kind() == scenarios.KindMarkReady
 		names := s.pickNodes(st, st.Target())
 		err := s.paced(ctx, st, len(names), func(ctx context.Context, i int) error {
-			return kwok.SetNodeReady(ctx, s.r.client, names[i], ready)
+			if err := kwok.SetNodeReady(ctx, s.r.client, names[i], ready); err != nil && !s.leftMeanwhile(st, names[i], err) {
+				return err
+			}
+			return nil
 		})
 		return visibility{"": nodeConditionSeen(names, ready)}, err
 	case scenarios.KindCreate:
@@ -223,6 +256,8 @@ func (s *runState) patchNodes(ctx context.Context, st *scenarios.Step, p kwok.No
 		nodes, err := kwok.PatchNodes(ctx, s.r.client, names[i:i+1], p, 1)
 		if err == nil {
 			written[i] = nodes[0]
+		} else if s.leftMeanwhile(st, names[i], err) {
+			return nil
 		}
 		return err
 	})
@@ -502,6 +537,11 @@ func (s *runState) pods(ctx context.Context, st *scenarios.Step) (visibility, er
 			if p.DeletionTimestamp != nil || !nodes[p.Spec.NodeName] {
 				continue
 			}
+			// Only a Running pod can fail: kwok may already be playing
+			// a Pending pod's start, and would make it Running again.
+			if ps.Action == scenarios.PodFail && p.Status.Phase != corev1.PodRunning {
+				continue
+			}
 			key := p.Spec.NodeName + "/" + ds.Namespace + "/" + ds.Name
 			if _, ok := byKey[key]; !ok {
 				cands = append(cands, key)
@@ -555,10 +595,10 @@ func (s *runState) controller(ctx context.Context, c *scenarios.ControllerStep) 
 // addBarriers registers, for each DaemonSet that exists or was just touched,
 // a barrier that completes when the oracle sees it converged after the
 // step's write became visible.
-func (s *runState) addBarriers(name, kind string, ack time.Time, vis visibility) {
+func (s *runState) addBarriers(name, kind string, ack time.Time, vis visibility, skipped []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec := stepRecord{name: name, kind: kind, start: ack}
+	rec := stepRecord{name: name, kind: kind, start: ack, skipped: skipped}
 	idx := len(s.steps)
 	keys := map[string]bool{}
 	for ref := range s.dss {
@@ -797,7 +837,7 @@ func (s *runState) collect(ctx context.Context) {
 	}
 	s.pending = nil
 	for _, rec := range s.steps {
-		step := reports.Step{Name: rec.name, Kind: rec.kind, Start: rec.start, Converged: !rec.timedOut, CompletingEvent: rec.event}
+		step := reports.Step{Name: rec.name, Kind: rec.kind, Start: rec.start, Converged: !rec.timedOut, CompletingEvent: rec.event, SkippedNodes: rec.skipped}
 		if !rec.at.IsZero() {
 			step.Seconds = rec.at.Sub(rec.start).Seconds()
 		}
