@@ -3,10 +3,14 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/dsbench/dsbench/reports"
 )
 
 func testEnv() (Env, *bytes.Buffer, *bytes.Buffer) {
@@ -113,5 +117,42 @@ func TestValidateAtOtherScales(t *testing.T) {
 	env, _, _ = testEnv()
 	if err := Main(t.Context(), env, []string{"validate", "--nodes", "0", "node-churn"}); !errors.Is(err, ErrUsage) {
 		t.Errorf("validate --nodes 0: got %v, want a usage error", err)
+	}
+}
+
+// report --write-baseline makes a baseline of a saved run: relative to
+// upstream where the run measured it.
+func TestReportWritesBaselineFromSavedRun(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("..", "..", "reports", "testdata", "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, reports.ReportFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "baseline.json")
+	env, out, _ := testEnv()
+	if err := Main(t.Context(), env, []string{"report", "--write-baseline", path, "--tolerance", "1.4", dir}); err != nil {
+		t.Fatalf("report --write-baseline: %v", err)
+	}
+	if !strings.Contains(out.String(), "baseline written to "+path) {
+		t.Errorf("output does not say where the baseline went:\n%s", out)
+	}
+	b, err := reports.ReadBaseline(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Tolerance != 1.4 || len(b.Entries) == 0 {
+		t.Fatalf("baseline: tolerance %g, %d entries", b.Tolerance, len(b.Entries))
+	}
+	for _, e := range b.Entries {
+		if e.RelativeTo != reports.ControllerUpstream {
+			t.Errorf("entry %s %s is not relative to upstream, though the run measured it", e.Scenario, e.Metric)
+		}
+	}
+	env, _, _ = testEnv()
+	if err := Main(t.Context(), env, []string{"report", "--write-baseline", path, "--tolerance", "0.9", dir}); !errors.Is(err, ErrUsage) {
+		t.Errorf("--tolerance 0.9: got %v, want a usage error", err)
 	}
 }

@@ -98,8 +98,13 @@ func runReport(ctx context.Context, env Env, args []string) error {
 	fs := newFlagSet("report", env)
 	baselinePath := fs.String("baseline", "", "baseline to gate against ('' for none)")
 	out := fs.String("out", "", "write the outputs here (default: next to report.json)")
+	writeBaseline := fs.String("write-baseline", "", "also make a baseline of this saved run and write it to this file")
+	tolerance := fs.Float64("tolerance", reports.DefaultTolerance, "with --write-baseline: the median ratio beyond which a significant change fails the gate")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *tolerance < 1 {
+		return usageError("report", fmt.Errorf("--tolerance %g: want a ratio of at least 1", *tolerance))
 	}
 	if fs.NArg() != 1 {
 		return usageError("report", errors.New("want one report.json (or the folder that holds it)"))
@@ -124,6 +129,12 @@ func runReport(ctx context.Context, env Env, args []string) error {
 	}
 	fmt.Fprintln(env.Stdout, reports.Summary(r))
 	fmt.Fprintf(env.Stdout, "reports: %s\n", dir)
+	if *writeBaseline != "" {
+		if err := reports.WriteBaseline(*writeBaseline, reports.NewBaseline(r, *tolerance)); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "baseline written to %s\n", *writeBaseline)
+	}
 	return nil
 }
 
