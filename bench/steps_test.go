@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/dsbench/dsbench/bench/oracle"
 	"github.com/dsbench/dsbench/scenarios"
 )
 
@@ -31,5 +33,25 @@ func TestLeftMeanwhileExcusesOnlyNodesThatLeft(t *testing.T) {
 	}
 	if got := s.skipped[st]; !slices.Equal(got, []string{"spot-0"}) {
 		t.Errorf("skipped = %q, want [spot-0]", got)
+	}
+}
+
+// The grace for a missing pod grows with the pods the cluster must make,
+// and never applies to duplicates or over-unavailability.
+func TestDefaultGraceGrowsWithNodesTimesDaemonSets(t *testing.T) {
+	one, many := DefaultGrace(1000, 1), DefaultGrace(1000, 14)
+	if got, want := one[oracle.MissingPod], 60*time.Second; got != want {
+		t.Errorf("1000 nodes, 1 DaemonSet: MissingPod grace %s, want %s", got, want)
+	}
+	if got, want := many[oracle.MissingPod], 450*time.Second; got != want {
+		t.Errorf("1000 nodes, 14 DaemonSets: MissingPod grace %s, want %s", got, want)
+	}
+	if DefaultGrace(100, 0)[oracle.MissingPod] != DefaultGrace(100, 1)[oracle.MissingPod] {
+		t.Error("no DaemonSets should count as one")
+	}
+	for _, k := range []oracle.Kind{oracle.DuplicatePods, oracle.Overunavailable} {
+		if many[k] != 0 {
+			t.Errorf("%s has grace %s; a correct controller never causes it", k, many[k])
+		}
 	}
 }
