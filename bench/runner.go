@@ -219,6 +219,8 @@ type stepRecord struct {
 	at       time.Time
 	event    *reports.Event
 	timedOut bool
+	// timeoutExpected: the scenario declared NotConverged where it timed out.
+	timeoutExpected bool
 }
 
 type rolloutStep struct {

@@ -675,6 +675,7 @@ func (s *runState) waitConverged(ctx context.Context, w *scenarios.WaitStep, nam
 					continue
 				}
 				s.steps[pb.step].timedOut = true
+				s.steps[pb.step].timeoutExpected = s.expected(scenarios.NotConverged, pb.ds, deadline)
 				why = append(why, fmt.Sprintf("step %q: %s", s.steps[pb.step].name, s.checker.Explain(pb.id)))
 			}
 			s.pending = others
@@ -829,15 +830,17 @@ func (s *runState) collect(ctx context.Context) {
 			continue
 		}
 		rec.timedOut = true
+		rec.timeoutExpected = s.expected(scenarios.NotConverged, pb.ds, now)
 		s.run.Violations = append(s.run.Violations, reports.Violation{
 			Kind: string(scenarios.NotConverged), Start: now,
 			Detail:   fmt.Sprintf("step %q had not converged when the run ended and no waitConverged covered it: %s", rec.name, s.checker.Explain(pb.id)),
-			Expected: s.expected(scenarios.NotConverged, pb.ds, now),
+			Expected: rec.timeoutExpected,
 		})
 	}
 	s.pending = nil
 	for _, rec := range s.steps {
-		step := reports.Step{Name: rec.name, Kind: rec.kind, Start: rec.start, Converged: !rec.timedOut, CompletingEvent: rec.event, SkippedNodes: rec.skipped}
+		step := reports.Step{Name: rec.name, Kind: rec.kind, Start: rec.start, Converged: !rec.timedOut, CompletingEvent: rec.event, SkippedNodes: rec.skipped,
+			ExpectedNotConverged: rec.timedOut && rec.timeoutExpected}
 		if !rec.at.IsZero() {
 			step.Seconds = rec.at.Sub(rec.start).Seconds()
 		}
@@ -866,7 +869,7 @@ func (s *runState) collect(ctx context.Context) {
 		}
 	}
 	for _, ro := range s.checker.Rollouts() {
-		out := reports.Rollout{Step: s.rolloutStep(ro), DaemonSet: ro.DaemonSet, Complete: ro.Outcome == oracle.RolloutConverged}
+		out := reports.Rollout{Step: s.rolloutStep(ro), DaemonSet: ro.DaemonSet, Complete: ro.Outcome == oracle.RolloutConverged, Outcome: strings.ToLower(string(ro.Outcome))}
 		end := ro.End
 		if end.IsZero() {
 			end = now

@@ -69,12 +69,12 @@ func checkRun(run *Run) []Finding {
 		return out
 	}
 	for i, s := range run.Steps {
-		if !s.Converged {
+		if !s.Converged && !s.ExpectedNotConverged {
 			add(SeverityFail, CheckNotConverged, "step %q (%s) did not converge within %ss", stepKey(run.Steps, i), s.Kind, fmtDecimal(s.Seconds))
 		}
 	}
 	for _, ro := range run.Rollouts {
-		if !ro.Complete {
+		if !ro.Complete && !ro.Interrupted() {
 			add(SeverityFail, CheckRolloutIncomplete, "rollout of %s in step %q did not complete", ro.DaemonSet, ro.Step)
 		}
 	}

@@ -113,6 +113,17 @@ func TestCheckRun(t *testing.T) {
 			want: []string{"fail run-failed: run failed: kwok died"}},
 		{name: "not converged", mutate: func(r *Run) { r.Steps[0].Converged, r.Steps[0].Seconds = false, 300 },
 			want: []string{`fail not-converged: step "create" (create) did not converge within 300.0s`}},
+		{name: "expected not converged", mutate: func(r *Run) {
+			r.Steps[0].Converged, r.Steps[0].Seconds, r.Steps[0].ExpectedNotConverged = false, 60, true
+		}},
+		{name: "rollouts", mutate: func(r *Run) {
+			r.Rollouts = []Rollout{
+				{Step: "update", DaemonSet: "ns/a", Outcome: "superseded"},
+				{Step: "update", DaemonSet: "ns/b", Outcome: "deleted"},
+				{Step: "rollback", DaemonSet: "ns/a", Complete: true, Outcome: "converged"},
+				{Step: "update#2", DaemonSet: "ns/c"},
+			}
+		}, want: []string{`fail rollout-incomplete: rollout of ns/c in step "update#2" did not complete`}},
 		{name: "violations", mutate: func(r *Run) {
 			r.Violations = []Violation{
 				{Kind: "missing-pod", Node: "n2", Start: r.Start.Add(5 * time.Second), Seconds: 2},

@@ -131,6 +131,16 @@ type Step struct {
 	// SkippedNodes were chosen by the step but deleted by a concurrent leave
 	// or replace before the step reached them.
 	SkippedNodes []string `json:"skippedNodes,omitempty"`
+	// ExpectedNotConverged: the step timed out inside a window where the
+	// scenario declared NotConverged (a rollout that is meant to stall).
+	ExpectedNotConverged bool `json:"expectedNotConverged,omitempty"`
+}
+
+// Interrupted says whether the rollout ended without converging because
+// something else ended it first (a newer template, a rollback, a strategy
+// change or a delete), which is no failure of the controller.
+func (ro Rollout) Interrupted() bool {
+	return !ro.Complete && ro.Outcome != "" && ro.Outcome != "converged"
 }
 
 // Event is one observation by the harness.
@@ -146,6 +156,11 @@ type Rollout struct {
 	Step      string `json:"step"`
 	DaemonSet string `json:"daemonSet"` // namespace/name
 	Complete  bool   `json:"complete"`
+	// Outcome is how the rollout ended: "converged", "superseded" (another
+	// template or a rollback came first), "abandoned" (the strategy stopped
+	// being RollingUpdate) or "deleted"; empty when it was still going at
+	// the end of the run.
+	Outcome string `json:"outcome,omitempty"`
 	// Seconds: update written → every node that must run the pod runs a Ready
 	// pod of the new revision.
 	Seconds float64 `json:"seconds"`
