@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -63,5 +64,26 @@ func TestReadmeExamples(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A scenario written from the README alone loads, and still loads when
+// scaled to the sizes the README promises.
+func TestScenarioWrittenFromReadme(t *testing.T) {
+	s, warns, err := Load(filepath.Join("testdata", "readme-written", "user-rollout-under-churn.yaml"))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if len(warns) > 0 {
+		t.Errorf("warnings: %v", warns)
+	}
+	for _, n := range []int{100, 1000, 5000} {
+		scaled, err := Scale(s, n)
+		if err != nil {
+			t.Fatalf("Scale(%d): %v", n, err)
+		}
+		if _, err := Validate(scaled); err != nil {
+			t.Errorf("Validate(Scale(%d)): %v", n, err)
+		}
 	}
 }
