@@ -840,7 +840,7 @@ func (s *runState) collect(ctx context.Context) {
 	s.pending = nil
 	for _, rec := range s.steps {
 		step := reports.Step{Name: rec.name, Kind: rec.kind, Start: rec.start, Converged: !rec.timedOut, CompletingEvent: rec.event, SkippedNodes: rec.skipped,
-			ExpectedNotConverged: rec.timedOut && rec.timeoutExpected}
+			ExpectedNotConverged: rec.timeoutExpected}
 		if !rec.at.IsZero() {
 			step.Seconds = rec.at.Sub(rec.start).Seconds()
 		}

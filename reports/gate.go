@@ -239,22 +239,23 @@ func gateEntry(groups []Group, e BaselineEntry, tol float64, opt Options) []Gate
 	}
 	var out []GateCheck
 	for _, g := range matched {
-		cur := seriesValues(g, e.Metric)
 		m := Metric{Key: e.Metric, Label: e.Metric}
 		if s := g.Lookup(e.Metric); s != nil {
 			m = s.Metric
 		}
 		m.HigherIsBetter = e.HigherIsBetter
-		if e.RelativeTo != "" {
+		var cur []float64
+		if e.RelativeTo == "" {
+			cur = seriesValues(g, e.Metric)
+		} else {
 			m = Metric{Key: e.Metric + " ÷ " + e.RelativeTo, Label: m.Label + " ÷ " + e.RelativeTo, Unit: "ratio", HigherIsBetter: e.HigherIsBetter}
-			cur = nil
-			if ref := findGroup(groups, g.Case, e.RelativeTo); ref != nil {
-				cur = pairedRatios(g, ref, e.Metric)
-			} else {
+			ref := findGroup(groups, g.Case, e.RelativeTo)
+			if ref == nil {
 				out = append(out, GateCheck{Case: g.Case, Controller: controller, Metric: m, Status: GateMissing, Tolerance: tol, Worsening: math.NaN(),
 					Detail: fmt.Sprintf("the baseline is relative to %s, which this report did not measure (run with --controller both)", e.RelativeTo)})
 				continue
 			}
+			cur = pairedRatios(g, ref, e.Metric)
 		}
 		c := GateCheck{Case: g.Case, Controller: controller, Metric: m, Tolerance: tol}
 		base := e.Samples
