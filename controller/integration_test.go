@@ -803,6 +803,22 @@ func (e *env) deletedByUs(reason string) float64 {
 	return 0
 }
 
+// waitDeletedByUs waits until the controller has counted at least want
+// deletions for reason since before, then requires exactly want. The counter
+// moves when the DELETE call returns to the controller, which on a loaded
+// machine can be after the test already sees the pod terminating.
+func (e *env) waitDeletedByUs(reason string, before, want float64) {
+	e.t.Helper()
+	var got float64
+	e.waitFor(15*time.Second, fmt.Sprintf("%v pod deletions for %s counted", want, reason), func(context.Context) (bool, string, error) {
+		got = e.deletedByUs(reason) - before
+		return got >= want, fmt.Sprintf("%v counted", got), nil
+	})
+	if got != want {
+		e.t.Errorf("controller deleted %v pods for %s, want %v", got, reason, want)
+	}
+}
+
 // kubectl runs the cluster's kubectl with its kubeconfig.
 func (e *env) kubectl(timeout time.Duration, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(e.ctx, timeout)
@@ -1122,9 +1138,10 @@ func TestIntegrationSSDMonitorRelabel(t *testing.T) {
 		return len(pods) == 0, fmt.Sprintf("pods: %d", len(pods)), err
 	})
 	e.waitConverged(ns, ds.Name, converged{})
-	if got := e.deletedByUs(plan.NodeNotEligibleReason); got < 1 {
-		t.Errorf("pods deleted for %s = %v, want >= 1 (pod %s)", plan.NodeNotEligibleReason, got, first[0].Name)
-	}
+	e.waitFor(15*time.Second, fmt.Sprintf("the deletion of pod %s counted as %s", first[0].Name, plan.NodeNotEligibleReason), func(context.Context) (bool, string, error) {
+		got := e.deletedByUs(plan.NodeNotEligibleReason)
+		return got >= 1, fmt.Sprintf("%v counted", got), nil
+	})
 }
 
 // ---------------------------------------------------------------------------
@@ -1163,9 +1180,7 @@ func TestIntegrationNodeLifecycle(t *testing.T) {
 		e := e.sub(t)
 		before := e.deletedByUs(plan.NodeNotFoundReason)
 		e.removeNodes(ds, pool.NodeName(3))
-		if got := e.deletedByUs(plan.NodeNotFoundReason) - before; got != 1 {
-			t.Errorf("controller deleted %v pods for %s, want 1", got, plan.NodeNotFoundReason)
-		}
+		e.waitDeletedByUs(plan.NodeNotFoundReason, before, 1)
 		e.waitConverged(ns, ds.Name, converged{nodes: nodes})
 	})
 
@@ -1713,9 +1728,7 @@ func TestIntegrationFailedPodReplaced(t *testing.T) {
 	if got[nodes[1]] != uids[nodes[1]] {
 		t.Errorf("the healthy pod on %s was replaced", nodes[1])
 	}
-	if n := e.deletedByUs(plan.FailedDaemonPodReason); n != 1 {
-		t.Errorf("controller deleted %v pods as %s, want 1", n, plan.FailedDaemonPodReason)
-	}
+	e.waitDeletedByUs(plan.FailedDaemonPodReason, 0, 1)
 	e.waitFor(30*time.Second, "Warning FailedDaemonPod event", func(ctx context.Context) (bool, string, error) {
 		evs, err := e.events(ctx, ds, plan.FailedDaemonPodReason)
 		if err != nil {

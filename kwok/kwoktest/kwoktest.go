@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/dsbench/dsbench/kwok"
 )
@@ -91,6 +92,7 @@ func run(m *testing.M, name string, adjust func(*kwok.ClusterConfig)) int {
 	}
 	close(up)
 	defer teardown(c)
+	defer logToFile(filepath.Join(conf.Workdir, name+".klog"))()
 	shared.cluster = c
 	shared.cfg, err = c.RESTConfig()
 	if err == nil {
@@ -101,6 +103,29 @@ func run(m *testing.M, name string, adjust func(*kwok.ClusterConfig)) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// logToFile sends klog's output (the in-process controller's log) to path,
+// so that a failing test's own lines are not buried under it: CI shows only
+// the tail of the output. The returned func restores stderr and says where
+// the log is.
+func logToFile(path string) (restore func()) {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kwoktest: klog stays on stderr: %v\n", err)
+		return func() {}
+	}
+	klog.LogToStderr(false)
+	klog.SetOutput(f)
+	return func() {
+		klog.Flush()
+		klog.SetOutput(os.Stderr)
+		klog.LogToStderr(true)
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "kwoktest: closing %s: %v\n", path, err)
+		}
+		fmt.Fprintf(os.Stderr, "kwoktest: the controller's log is in %s\n", path)
+	}
 }
 
 func teardown(c *kwok.Cluster) {
