@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -330,28 +331,46 @@ func (s *runState) reset(ctx context.Context) error {
 			namespaces = append(namespaces, ns.Name)
 		}
 	}
-	for _, ns := range namespaces {
-		if err := c.AppsV1().DaemonSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &prop}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting DaemonSets in %s: %w", ns, err)
-		}
-		if err := c.AppsV1().ControllerRevisions(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting ControllerRevisions in %s: %w", ns, err)
-		}
-		if err := c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting pods in %s: %w", ns, err)
-		}
+	// Pods and nodes do not depend on each other, so they are reset at once.
+	if !s.r.conf.OwnsCluster {
+		s.progress("deleting DaemonSets and pods in %d namespaces", len(namespaces))
 	}
-	var stale []string
+	var g errgroup.Group
+	g.Go(func() error {
+		for _, ns := range namespaces {
+			if err := c.AppsV1().DaemonSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &prop}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting DaemonSets in %s: %w", ns, err)
+			}
+			if err := c.AppsV1().ControllerRevisions(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting ControllerRevisions in %s: %w", ns, err)
+			}
+			if err := c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting pods in %s: %w", ns, err)
+			}
+		}
+		return nil
+	})
+	var removed []string
 	if s.r.conf.OwnsCluster {
-		list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kwok.PoolLabel})
-		if err != nil {
-			return fmt.Errorf("listing nodes: %w", err)
-		}
-		stale = s.staleNodes(list.Items)
-		if err := kwok.DeleteNodes(ctx, c, stale, 0); err != nil {
-			return err
-		}
+		g.Go(func() error {
+			list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kwok.PoolLabel})
+			if err != nil {
+				return fmt.Errorf("listing nodes: %w", err)
+			}
+			plan := planNodeReset(list.Items, s.wantedNodes())
+			removed = plan.Remove
+			s.progress("deleting DaemonSets and pods in %d namespaces; deleting %d nodes and restoring %d to their pool's spec",
+				len(namespaces), len(plan.Remove), len(plan.Restore))
+			if err := kwok.DeleteNodes(ctx, c, plan.Remove, 0); err != nil {
+				return err
+			}
+			return kwok.ResetNodes(ctx, c, plan.Restore, 0)
+		})
 	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	s.progress("waiting until no pod, DaemonSet or removed node is left")
 	// Wait until the slate is clean, so that no leftover is measured.
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, ns := range namespaces {
@@ -364,7 +383,7 @@ func (s *runState) reset(ctx context.Context) error {
 				return false, nil
 			}
 		}
-		for _, name := range stale {
+		for _, name := range removed {
 			if _, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return false, nil
 			}
@@ -373,11 +392,8 @@ func (s *runState) reset(ctx context.Context) error {
 	})
 }
 
-// staleNodes lists the nodes that the scenario's pools do not have exactly as
-// they are: other names, or labels, taints, capacity, schedulability or
-// readiness that an earlier run changed. The rest are reused, which saves
-// creating thousands of nodes for every repetition.
-func (s *runState) staleNodes(nodes []corev1.Node) []string {
+// wantedNodes are the scenario's pool nodes as a fresh run starts with them.
+func (s *runState) wantedNodes() map[string]*corev1.Node {
 	want := map[string]*corev1.Node{}
 	for _, p := range s.sc.Cluster.Pools {
 		kp := s.kwokPool(p, 0, p.Count)
@@ -385,41 +401,80 @@ func (s *runState) staleNodes(nodes []corev1.Node) []string {
 			want[kp.NodeName(i)] = kp.Node(i)
 		}
 	}
-	var stale []string
-	for i := range nodes {
-		n := &nodes[i]
-		w, ok := want[n.Name]
-		if !ok || !sameNode(n, w) {
-			stale = append(stale, n.Name)
-		}
-	}
-	sort.Strings(stale)
-	return stale
+	return want
 }
 
-func sameNode(have, want *corev1.Node) bool {
-	if !kwok.NodeSchedulable(have) || have.Spec.Unschedulable || len(have.Spec.Taints) != len(want.Spec.Taints) {
+// nodeReset is what a run does to the nodes an earlier run left so that
+// they are the pools' nodes exactly as declared.
+type nodeReset struct {
+	// Restore are nodes to write back to these (labels, taints,
+	// schedulability): cheaper than deleting and recreating them.
+	Restore []*corev1.Node
+	// Remove are nodes of other names, or that are not Ready, have other
+	// capacity or carry a taint of the node lifecycle.
+	Remove []string
+}
+
+// planNodeReset decides, for each existing node, whether it stays as it is,
+// is restored, or is removed. Nodes that want has and have lacks are
+// created later, by createPools.
+func planNodeReset(have []corev1.Node, want map[string]*corev1.Node) nodeReset {
+	var r nodeReset
+	for i := range have {
+		n := &have[i]
+		w, ok := want[n.Name]
+		switch {
+		case !ok || !reusable(n, w):
+			r.Remove = append(r.Remove, n.Name)
+		case !sameSpec(n, w):
+			r.Restore = append(r.Restore, w)
+		}
+	}
+	sort.Strings(r.Remove)
+	sort.Slice(r.Restore, func(i, j int) bool { return r.Restore[i].Name < r.Restore[j].Name })
+	return r
+}
+
+// reusable says whether a node can become want by a write of its labels,
+// taints and schedulability: it is Ready, is not being deleted, has want's
+// capacity and carries no taint of the node lifecycle (which its controller
+// manages).
+func reusable(have, want *corev1.Node) bool {
+	if !kwok.NodeReady(have) || have.DeletionTimestamp != nil {
 		return false
 	}
-	for k, v := range want.Labels {
-		if have.Labels[k] != v {
+	for _, t := range have.Spec.Taints {
+		if strings.HasPrefix(t.Key, "node.kubernetes.io/") || strings.HasPrefix(t.Key, "node.cloudprovider.kubernetes.io/") {
 			return false
 		}
 	}
-	// The apiserver adds the deprecated beta.kubernetes.io/{os,arch} labels.
+	for name, q := range want.Status.Capacity {
+		if hq, ok := have.Status.Capacity[name]; !ok || hq.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// sameSpec says whether the node's labels, taints and schedulability are
+// want's (the apiserver's own labels aside).
+func sameSpec(have, want *corev1.Node) bool {
+	if have.Spec.Unschedulable != want.Spec.Unschedulable || len(have.Spec.Taints) != len(want.Spec.Taints) {
+		return false
+	}
+	for k, v := range want.Labels {
+		if hv, ok := have.Labels[k]; !ok || hv != v {
+			return false
+		}
+	}
 	for k := range have.Labels {
-		if _, ok := want.Labels[k]; !ok && !strings.HasPrefix(k, "beta.kubernetes.io/") {
+		if _, ok := want.Labels[k]; !ok && !kwok.IsAPIServerLabel(k) {
 			return false
 		}
 	}
 	for i, t := range want.Spec.Taints {
 		h := have.Spec.Taints[i]
 		if h.Key != t.Key || h.Value != t.Value || h.Effect != t.Effect {
-			return false
-		}
-	}
-	for name, q := range want.Status.Capacity {
-		if hq, ok := have.Status.Capacity[name]; !ok || hq.Cmp(q) != 0 {
 			return false
 		}
 	}

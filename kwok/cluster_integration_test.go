@@ -107,6 +107,51 @@ func TestNodePoolsAreReadyWithExactLabelsAndTaints(t *testing.T) {
 	if node.Labels["disk"] != "hdd" || !node.Spec.Unschedulable {
 		t.Errorf("after patch: disk=%q unschedulable=%v, want hdd and true", node.Labels["disk"], node.Spec.Unschedulable)
 	}
+
+	// ResetNodes brings changed nodes back to their pool's spec: the ssd
+	// pool relabeled and cordoned above, a gpu node with a taint less, a
+	// taint more and a label more.
+	gpu := pools[1].NodeName(3)
+	if _, err := kwok.PatchNodes(ctx, client, []string{gpu}, kwok.NodePatch{
+		Labels:       map[string]*string{"extra": &hdd},
+		SetTaints:    []corev1.Taint{{Key: "evict", Effect: corev1.TaintEffectNoExecute}},
+		RemoveTaints: []corev1.Taint{{Key: "gpu"}},
+	}, 0); err != nil {
+		t.Fatal(err)
+	}
+	wants := []*corev1.Node{pools[1].Node(3)}
+	for i := range pools[0].Count {
+		wants = append(wants, pools[0].Node(i))
+	}
+	if err := kwok.ResetNodes(ctx, client, wants, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []*corev1.Node{wants[0], wants[1], wants[len(wants)-1]} {
+		node, err := client.CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		labels := map[string]string{}
+		for k, v := range node.Labels {
+			if !kwok.IsAPIServerLabel(k) {
+				labels[k] = v
+			}
+		}
+		if diff := cmp.Diff(want.Labels, labels); diff != "" {
+			t.Errorf("node %s labels after reset (-want +got):\n%s", want.Name, diff)
+		}
+		var taints []corev1.Taint
+		for _, taint := range node.Spec.Taints {
+			taint.TimeAdded = nil
+			taints = append(taints, taint)
+		}
+		if diff := cmp.Diff(want.Spec.Taints, taints); diff != "" {
+			t.Errorf("node %s taints after reset (-want +got):\n%s", want.Name, diff)
+		}
+		if node.Spec.Unschedulable {
+			t.Errorf("node %s still cordoned after reset", want.Name)
+		}
+	}
 }
 
 // With kube-controller-manager's DaemonSet controller off, nothing creates

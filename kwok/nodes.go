@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -249,6 +251,47 @@ func patchNode(ctx context.Context, client kubernetes.Interface, name string, pa
 		return updated, err
 	}
 }
+
+// ResetNodes makes each node's labels, taints and schedulability those of
+// its want again (nodes are named by want), keeping the labels that the
+// apiserver adds itself. A run can then reuse a node that an earlier run
+// relabeled, tainted or cordoned, instead of deleting and recreating it.
+func ResetNodes(ctx context.Context, client kubernetes.Interface, wants []*corev1.Node, parallelism int) error {
+	return forEach(ctx, 0, len(wants), parallelism, func(ctx context.Context, i int) error {
+		want := wants[i]
+		for attempt := 0; ; attempt++ {
+			node, err := client.CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("resetting node %s: %w", want.Name, err)
+			}
+			node = node.DeepCopy()
+			labels := maps.Clone(want.Labels)
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			for k, v := range node.Labels {
+				if IsAPIServerLabel(k) {
+					labels[k] = v
+				}
+			}
+			node.Labels = labels
+			node.Spec.Taints = slices.Clone(want.Spec.Taints)
+			node.Spec.Unschedulable = want.Spec.Unschedulable
+			_, err = client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) && attempt < 10 {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("resetting node %s: %w", want.Name, err)
+			}
+			return nil
+		}
+	})
+}
+
+// IsAPIServerLabel says whether the apiserver, not the node's creator, sets
+// the label: it adds the deprecated beta.kubernetes.io/{os,arch} labels.
+func IsAPIServerLabel(key string) bool { return strings.HasPrefix(key, "beta.kubernetes.io/") }
 
 // EditTaints returns taints with remove taken out and set put in.
 func EditTaints(taints, set, remove []corev1.Taint) []corev1.Taint {
