@@ -155,6 +155,7 @@ func (e *env) startController(mode plan.BindMode) {
 	}
 	cfg := rest.CopyConfig(e.cfg)
 	cfg.QPS, cfg.Burst = -1, 0
+	cfg.ContentType = runtime.ContentTypeProtobuf // as the binary's default
 	cfg.UserAgent = "dsbench-integration-test/" + controller.ComponentName
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

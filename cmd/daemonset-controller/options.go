@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/dsbench/dsbench/controller"
@@ -24,6 +25,7 @@ type options struct {
 	workers       int
 	qps           float32
 	burst         int
+	contentType   string
 	bindMode      string
 	burstReplicas int
 	syncDelay     time.Duration
@@ -45,8 +47,11 @@ type options struct {
 // thousands of nodes needs thousands of writes; APF on the server still
 // protects the API server.
 const (
-	defaultQPS         = 100
-	defaultBurst       = 200
+	defaultQPS   = 100
+	defaultBurst = 200
+	// Protobuf, as kube-controller-manager: JSON costs the API server and
+	// this process several times the CPU per object.
+	defaultContentType = runtime.ContentTypeProtobuf
 	defaultLeaseName   = "dsbench-daemonset-controller"
 	defaultMetricsAddr = ":8080"
 	defaultHealthAddr  = ":8081"
@@ -57,6 +62,7 @@ func newOptions() *options {
 		workers:           controller.DefaultWorkers,
 		qps:               defaultQPS,
 		burst:             defaultBurst,
+		contentType:       defaultContentType,
 		bindMode:          string(plan.BindScheduler),
 		leaderElect:       true,
 		leaseName:         defaultLeaseName,
@@ -77,6 +83,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"DaemonSets synced in parallel. Upstream's 2 lets two large DaemonSets block all others; a sync is I/O bound, so more workers are cheap.")
 	fs.Float32Var(&o.qps, "kube-api-qps", o.qps, "Client-side QPS limit towards the API server. 0 or negative: no client-side limit (APF on the server still applies).")
 	fs.IntVar(&o.burst, "kube-api-burst", o.burst, "Client-side burst towards the API server; 0: the QPS rounded up.")
+	fs.StringVar(&o.contentType, "kube-api-content-type", o.contentType,
+		`Wire format towards the API server: "application/vnd.kubernetes.protobuf" (kube-controller-manager's default) or "application/json".`)
 	fs.StringVar(&o.bindMode, "bind-mode", o.bindMode,
 		`How daemon pods are bound: "scheduler" pins them with node affinity (matchFields metadata.name) and kube-scheduler binds them; "direct" sets spec.nodeName.`)
 	fs.IntVar(&o.burstReplicas, "burst-replicas", o.burstReplicas,
@@ -107,6 +115,11 @@ func (o *options) validate() error {
 	}
 	if o.burst < 0 {
 		bad("kube-api-burst", "must not be negative, got %d", o.burst)
+	}
+	switch o.contentType {
+	case runtime.ContentTypeProtobuf, runtime.ContentTypeJSON:
+	default:
+		bad("kube-api-content-type", "must be %q or %q, got %q", runtime.ContentTypeProtobuf, runtime.ContentTypeJSON, o.contentType)
 	}
 	switch plan.BindMode(o.bindMode) {
 	case plan.BindScheduler, plan.BindDirect:

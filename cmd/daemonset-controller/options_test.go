@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 
 	"github.com/dsbench/dsbench/controller"
 )
@@ -39,6 +40,8 @@ func TestParse(t *testing.T) {
 		{args: []string{"--burst-replicas=-5"}, wantErr: "--burst-replicas"},
 		{args: []string{"--kube-api-qps=50", "--kube-api-burst=0"}}, // burst follows the QPS
 		{args: []string{"--kube-api-burst=-1"}, wantErr: "--kube-api-burst"},
+		{args: []string{"--kube-api-content-type=application/json"}},
+		{args: []string{"--kube-api-content-type=application/yaml"}, wantErr: "--kube-api-content-type"},
 		{args: []string{"--leader-elect-lease-duration=5s"}, wantErr: "--leader-elect-lease-duration"},
 		{args: []string{"--leader-elect-renew-deadline=2s"}, wantErr: "--leader-elect-renew-deadline"},
 		{args: []string{"--leader-elect-resource-name="}, wantErr: "--leader-elect-resource-name"},
@@ -58,6 +61,36 @@ func TestParse(t *testing.T) {
 				t.Errorf("parse: %v", err)
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 				t.Errorf("parse error = %v, want one naming %s", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestApplyClientOptions(t *testing.T) {
+	tests := []struct {
+		args        []string
+		qps         float32
+		burst       int
+		contentType string
+	}{
+		{args: nil, qps: 100, burst: 200, contentType: "application/vnd.kubernetes.protobuf"},
+		{args: []string{"--kube-api-qps=0"}, qps: -1, burst: 200, contentType: "application/vnd.kubernetes.protobuf"},
+		{args: []string{"--kube-api-qps=7.5", "--kube-api-burst=0"}, qps: 7.5, burst: 8, contentType: "application/vnd.kubernetes.protobuf"},
+		{args: []string{"--kube-api-content-type=application/json"}, qps: 100, burst: 200, contentType: "application/json"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			o, err := parse(tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := &rest.Config{}
+			o.applyClientOptions(cfg)
+			if cfg.QPS != tt.qps || cfg.Burst != tt.burst || cfg.ContentType != tt.contentType {
+				t.Errorf("QPS %v, burst %d, content type %q; want %v, %d, %q", cfg.QPS, cfg.Burst, cfg.ContentType, tt.qps, tt.burst, tt.contentType)
+			}
+			if !strings.HasSuffix(cfg.UserAgent, "/"+controller.ComponentName) {
+				t.Errorf("user agent %q does not end in /%s", cfg.UserAgent, controller.ComponentName)
 			}
 		})
 	}

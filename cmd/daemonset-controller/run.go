@@ -34,14 +34,7 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return fmt.Errorf("loading client configuration (--kubeconfig %q, --master %q): %w", o.kubeconfig, o.master, err)
 	}
-	restConfig.QPS, restConfig.Burst = o.qps, o.burst
-	switch {
-	case o.qps <= 0:
-		restConfig.QPS = -1 // client-go: negative disables the client-side limiter (0 would mean 5)
-	case o.burst == 0:
-		restConfig.Burst = int(math.Ceil(float64(o.qps)))
-	}
-	restConfig = rest.AddUserAgent(restConfig, controller.ComponentName)
+	o.applyClientOptions(restConfig)
 	metrics := controller.NewMetrics()
 	restConfig.Wrap(metrics.WrapTransport)
 	client, err := kubernetes.NewForConfig(restConfig)
@@ -124,6 +117,20 @@ func run(ctx context.Context, o *options) error {
 		err = cause // a server failed
 	}
 	return err
+}
+
+// applyClientOptions sets the client-side limits, wire format and user
+// agent of the controller's API client.
+func (o *options) applyClientOptions(cfg *rest.Config) {
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	switch {
+	case o.qps <= 0:
+		cfg.QPS = -1 // client-go: negative disables the client-side limiter (0 would mean 5)
+	case o.burst == 0:
+		cfg.Burst = int(math.Ceil(float64(o.qps)))
+	}
+	cfg.ContentType = o.contentType
+	rest.AddUserAgent(cfg, controller.ComponentName)
 }
 
 // runLeaderElected runs c while holding the Lease. On ctx done the workers
