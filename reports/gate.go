@@ -18,14 +18,25 @@ const BaselineSchemaVersion = "dsbench.baseline/v1"
 // significant change fails the gate.
 const DefaultTolerance = 1.25
 
+// DefaultMinSeconds is the floor under which a time does not fail the gate.
+// On the 2-core VM a step of half a second moves by a quarter of a second
+// from run to run (bench-node-churn's 50-node relabel: 0.42 s in one run
+// and 0.67 s in the next, same controller code), so a ratio tolerance alone
+// would fail on noise.
+const DefaultMinSeconds = 1.0
+
 // Baseline holds reference samples per (scenario, nodes, controller, metric).
 type Baseline struct {
 	SchemaVersion string    `json:"schemaVersion"`
 	Created       time.Time `json:"created"`
 	GitCommit     string    `json:"gitCommit,omitempty"`
 	// Tolerance is the default allowed worsening of the median, as a ratio (1.25 = 25% worse).
-	Tolerance float64         `json:"tolerance"`
-	Entries   []BaselineEntry `json:"entries"`
+	Tolerance float64 `json:"tolerance"`
+	// MinSeconds: a time metric (unit s) whose current median for the
+	// controller is under this many seconds only warns when it worsens;
+	// 0: no floor.
+	MinSeconds float64         `json:"minSeconds,omitempty"`
+	Entries    []BaselineEntry `json:"entries"`
 }
 
 // BaselineEntry is the reference for one metric. Samples allow the U test;
@@ -52,7 +63,7 @@ type BaselineEntry struct {
 // per repetition): a baseline is then comparable across machines and days,
 // which absolute seconds on a shared 2-core VM are not.
 func NewBaseline(r *Report, tolerance float64) *Baseline {
-	b := &Baseline{SchemaVersion: BaselineSchemaVersion, Created: r.GeneratedAt, GitCommit: r.Versions.GitCommit, Tolerance: tolerance}
+	b := &Baseline{SchemaVersion: BaselineSchemaVersion, Created: r.GeneratedAt, GitCommit: r.Versions.GitCommit, Tolerance: tolerance, MinSeconds: DefaultMinSeconds}
 	groups := Groups(r)
 	for i := range groups {
 		g := &groups[i]
@@ -61,6 +72,9 @@ func NewBaseline(r *Report, tolerance float64) *Baseline {
 		}
 		ref := findGroup(groups, g.Case, ControllerUpstream)
 		for _, s := range g.Metrics {
+			if IsSetupMetric(s.Metric.Key) {
+				continue // the harness's and the cluster's time, not the controller's
+			}
 			e := BaselineEntry{
 				Scenario: g.Case.Scenario, Nodes: g.Case.Nodes, Controller: g.Controller,
 				Metric: s.Metric.Key, HigherIsBetter: s.Metric.HigherIsBetter, Samples: slices.Clone(s.Values),
@@ -76,6 +90,10 @@ func NewBaseline(r *Report, tolerance float64) *Baseline {
 	}
 	return b
 }
+
+// IsSetupMetric says whether the metric times the runner's preparation of a
+// run (reset, nodes, controller start): reported, never in a baseline.
+func IsSetupMetric(key string) bool { return strings.HasPrefix(key, "extra:setup-") }
 
 // pairedRatios divides g's value of the metric by ref's in each repetition
 // that both measured. Repetitions with an infinite ratio (x/0) are left out.
@@ -139,6 +157,9 @@ const (
 	GateImproved  GateStatus = "improved"  // p < alpha and better
 	GateUntested  GateStatus = "untested"  // too few samples, or a median-only baseline: a warning
 	GateMissing   GateStatus = "missing"   // the report has no values for the entry: a warning
+	// GateUnderFloor: worse as GateRegressed, but the time is still under
+	// the baseline's MinSeconds, where noise is as large as the value: a warning.
+	GateUnderFloor GateStatus = "under-floor"
 )
 
 // GateCheck is the comparison of one baseline entry with the report.
@@ -196,14 +217,14 @@ func GateWith(r *Report, b *Baseline, opt Options) GateResult {
 		}
 		groups := Groups(r)
 		for _, e := range b.Entries {
-			res.Checks = append(res.Checks, gateEntry(groups, e, tol, opt)...)
+			res.Checks = append(res.Checks, gateEntry(groups, e, tol, b.MinSeconds, opt)...)
 		}
 		for _, c := range res.Checks {
 			line := fmt.Sprintf("%s %s %s: %s", c.Controller, c.Case, c.Metric.Key, c.Detail)
 			switch c.Status {
 			case GateRegressed:
 				res.Failures = append(res.Failures, line)
-			case GateUntested, GateMissing:
+			case GateUntested, GateMissing, GateUnderFloor:
 				res.Warnings = append(res.Warnings, line)
 			}
 		}
@@ -212,7 +233,7 @@ func GateWith(r *Report, b *Baseline, opt Options) GateResult {
 	return res
 }
 
-func gateEntry(groups []Group, e BaselineEntry, tol float64, opt Options) []GateCheck {
+func gateEntry(groups []Group, e BaselineEntry, tol, minSeconds float64, opt Options) []GateCheck {
 	if e.RelativeTo != "" && e.RelativeTo != ControllerUpstream {
 		return []GateCheck{{
 			Case: Case{e.Scenario, e.Nodes}, Controller: cmp.Or(e.Controller, ControllerOurs), Metric: Metric{Key: e.Metric, Label: e.Metric},
@@ -244,6 +265,9 @@ func gateEntry(groups []Group, e BaselineEntry, tol float64, opt Options) []Gate
 			m = s.Metric
 		}
 		m.HigherIsBetter = e.HigherIsBetter
+		// The floor looks at the controller's own time, also for a ratio.
+		own := seriesValues(g, e.Metric)
+		underFloor := m.Unit == "s" && minSeconds > 0 && len(own) > 0 && Median(own) < minSeconds
 		var cur []float64
 		if e.RelativeTo == "" {
 			cur = seriesValues(g, e.Metric)
@@ -282,6 +306,8 @@ func gateEntry(groups []Group, e BaselineEntry, tol float64, opt Options) []Gate
 			c.Status, c.Detail = GateUntested, ratioText+"; baseline has a median only: no test possible"
 		case !c.Tested:
 			c.Status, c.Detail = GateUntested, ratioText+"; "+strings.Join(c.Warnings, "; ")
+		case c.Significant && beyond && underFloor:
+			c.Status, c.Detail = GateUnderFloor, ratioText+fmt.Sprintf(", p=%.3f; the time itself, median %.2f s, is under the %g s floor", c.Test.P, Median(own), minSeconds)
 		case c.Significant && beyond:
 			c.Status, c.Detail = GateRegressed, ratioText+fmt.Sprintf(", p=%.3f", c.Test.P)
 		case c.Significant && c.Worsening < 1:

@@ -248,3 +248,64 @@ func withGap(r *Report) *Report {
 	r.Runs[0].Coverage.WatchGaps = []WatchGap{{Resource: "pods", Start: r.Runs[0].Start, Seconds: 4, Reason: "watch expired"}}
 	return r
 }
+
+func TestGateTimeFloor(t *testing.T) {
+	base := scaled([]float64{10.0, 10.4, 9.8, 10.1, 10.6, 9.9, 10.2, 10.3}, 0.05) // about 0.5 s
+	status := func(g GateResult) GateStatus {
+		for _, c := range g.Checks {
+			if strings.HasPrefix(c.Metric.Key, "step:create") {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	tests := []struct {
+		name     string
+		baseline *Baseline
+		report   *Report
+		want     GateStatus
+	}{
+		{name: "1.5x slower, still under 1 s", baseline: NewBaseline(newReport(base, nil), 1.25),
+			report: newReport(scaled(base, 1.5), nil), want: GateUnderFloor},
+		{name: "3x slower, now over 1 s", baseline: NewBaseline(newReport(base, nil), 1.25),
+			report: newReport(scaled(base, 3), nil), want: GateRegressed},
+		{name: "a ratio: ours 1.5x slower, ours still under 1 s", baseline: NewBaseline(newReport(base, scaled(base, 2)), 1.25),
+			report: newReport(scaled(base, 1.5), scaled(base, 2)), want: GateUnderFloor},
+		{name: "a ratio: ours 3x slower, ours over 1 s", baseline: NewBaseline(newReport(base, scaled(base, 2)), 1.25),
+			report: newReport(scaled(base, 3), scaled(base, 2)), want: GateRegressed},
+		{name: "no floor declared", baseline: func() *Baseline {
+			b := NewBaseline(newReport(base, nil), 1.25)
+			b.MinSeconds = 0
+			return b
+		}(), report: newReport(scaled(base, 1.5), nil), want: GateRegressed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := Gate(tt.report, tt.baseline)
+			if got := status(g); got != tt.want {
+				t.Fatalf("step:create status %q, want %q\n%s", got, tt.want, g.Markdown())
+			}
+			if tt.want == GateUnderFloor && !slices.ContainsFunc(g.Warnings, func(w string) bool { return strings.Contains(w, "under the 1 s floor") }) {
+				t.Errorf("warnings %q do not say that the time is under the floor", g.Warnings)
+			}
+		})
+	}
+}
+
+func TestBaselineLeavesOutSetupTimes(t *testing.T) {
+	r := newReport([]float64{10, 11, 12, 13, 14}, []float64{10, 11, 12, 13, 14})
+	for i := range r.Runs {
+		r.Runs[i].Extra = []ExtraMetric{{Name: "setup-reset", Unit: "s", Value: 7}, {Name: "kwok-ready", Unit: "s", Value: 3}}
+	}
+	b := NewBaseline(r, 1.25)
+	var keys []string
+	for _, e := range b.Entries {
+		keys = append(keys, e.Metric)
+	}
+	if slices.Contains(keys, "extra:setup-reset") || !slices.Contains(keys, "extra:kwok-ready") {
+		t.Errorf("baseline metrics %q: want extra:kwok-ready and no extra:setup-reset", keys)
+	}
+	if b.MinSeconds != DefaultMinSeconds {
+		t.Errorf("MinSeconds %v, want %v", b.MinSeconds, DefaultMinSeconds)
+	}
+}
