@@ -192,6 +192,9 @@ func Up(ctx context.Context, conf ClusterConfig) (*Cluster, error) {
 		}
 	}
 	if err != nil {
+		if saved := c.saveLogs(); saved != "" {
+			err = fmt.Errorf("%w (component logs saved in %s)", err, saved)
+		}
 		// Whatever half-started must not outlive us.
 		downCtx, downCancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer downCancel()
@@ -226,24 +229,64 @@ func (c *Cluster) create(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
 	}
-	if err := waitReady(ctx, client); err != nil {
+	// The API answering says nothing of the others: a component that lost a
+	// port race exits (kwok: no node becomes Ready; kube-controller-manager:
+	// no default ServiceAccount, ever). Checked on every poll, so that such
+	// an up fails at once and is retried instead of waiting out its timeout.
+	allAlive := func() error {
+		for comp, pid := range c.componentPIDs() {
+			if !processAlive(pid) {
+				return fmt.Errorf("component %s (pid %d) exited during up (logs in %s)", comp, pid, c.LogDir())
+			}
+		}
+		return nil
+	}
+	if err := waitReady(ctx, client, allAlive); err != nil {
 		return err
 	}
-	// The API answering says nothing of the others: a kwok controller that
-	// lost a port race exits, and no node would ever become Ready.
-	for comp, pid := range c.componentPIDs() {
-		if !processAlive(pid) {
-			return fmt.Errorf("component %s (pid %d) exited during up (logs in %s)", comp, pid, c.LogDir())
-		}
+	if err := allAlive(); err != nil {
+		return err
 	}
 	return ApplyStages(ctx, cfg, StageOptions{})
 }
 
+// saveLogs copies the cluster's component logs to <workdir>/<name>.failed-logs
+// (replacing an earlier copy), so that Down after a failed up does not take
+// the evidence with it. It returns the copy's path, or "" if nothing was saved.
+func (c *Cluster) saveLogs() string {
+	dst := filepath.Join(c.conf.Workdir, c.conf.Name+".failed-logs")
+	if err := os.RemoveAll(dst); err != nil {
+		return ""
+	}
+	entries, err := os.ReadDir(c.LogDir())
+	if err != nil || len(entries) == 0 {
+		return ""
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(c.LogDir(), e.Name()))
+		if err != nil {
+			continue
+		}
+		_ = os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644)
+	}
+	return dst
+}
+
 // waitReady waits for /readyz and for the default ServiceAccount, without
 // which the apiserver refuses every pod.
-func waitReady(ctx context.Context, client kubernetes.Interface) error {
+// alive is checked on every poll; its error ends the wait at once.
+func waitReady(ctx context.Context, client kubernetes.Interface, alive func() error) error {
 	var last error // why the last poll said no, for the timeout's message
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := alive(); err != nil {
+			return false, err
+		}
 		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		switch {
 		case err != nil:
@@ -261,7 +304,7 @@ func waitReady(ctx context.Context, client kubernetes.Interface) error {
 		return true, nil
 	})
 	if err != nil {
-		if last != nil {
+		if last != nil && ctx.Err() != nil {
 			err = fmt.Errorf("%w (last: %v)", err, last)
 		}
 		return fmt.Errorf("waiting for the API and the default ServiceAccount: %w", err)

@@ -20,9 +20,9 @@ const DefaultTolerance = 1.25
 
 // DefaultMinSeconds is the floor under which a time does not fail the gate.
 // On the 2-core VM a step of half a second moves by a quarter of a second
-// from run to run (bench-node-churn's 50-node relabel: 0.42 s in one run
-// and 0.67 s in the next, same controller code), so a ratio tolerance alone
-// would fail on noise.
+// from run to run (bench-node-churn's 50-node relabel: 0.33–0.50 s in one
+// run of ours, 0.44–0.81 s in the next), so a ratio tolerance alone would
+// fail on noise.
 const DefaultMinSeconds = 1.0
 
 // Baseline holds reference samples per (scenario, nodes, controller, metric).
