@@ -449,7 +449,7 @@ func reusable(have, want *corev1.Node) bool {
 		return false
 	}
 	for _, t := range have.Spec.Taints {
-		if strings.HasPrefix(t.Key, "node.kubernetes.io/") || strings.HasPrefix(t.Key, "node.cloudprovider.kubernetes.io/") {
+		if kwok.IsLifecycleTaint(t.Key) {
 			return false
 		}
 	}

@@ -649,7 +649,16 @@ func (e *env) checkConverged(ctx context.Context, ns, name string, want converge
 			problems = append(problems, fmt.Sprintf("pod %s on node %q, which must run none", p.Name, node))
 		}
 		if !podReady(&p) || p.Status.Phase != corev1.PodRunning {
-			problems = append(problems, fmt.Sprintf("pod %s on %s is %s, ready=%v", p.Name, node, p.Status.Phase, podReady(&p)))
+			// Bound or not, and the scheduler's word, tell a scheduler
+			// delay from kwok never playing the pod.
+			scheduled := "no PodScheduled condition"
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled {
+					scheduled = fmt.Sprintf("PodScheduled=%s %s %s", c.Status, c.Reason, c.Message)
+				}
+			}
+			problems = append(problems, fmt.Sprintf("pod %s on %s is %s, ready=%v, spec.nodeName %q, %s",
+				p.Name, node, p.Status.Phase, podReady(&p), p.Spec.NodeName, scheduled))
 		}
 		problems = append(problems, checkDaemonPod(ds, &p, hash, want)...)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -127,10 +128,17 @@ func TestNodePoolsAreReadyWithExactLabelsAndTaints(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []*corev1.Node{wants[0], wants[1], wants[len(wants)-1]} {
-		node, err := client.CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		// The node lifecycle controller lifts its unschedulable taint
+		// (which ResetNodes leaves to it) soon after the uncordon.
+		var node *corev1.Node
+		waitFor(t, time.Minute, "node "+want.Name+" without lifecycle taints", func() (bool, error) {
+			var err error
+			node, err = client.CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return kwok.IsLifecycleTaint(t.Key) }), nil
+		})
 		labels := map[string]string{}
 		for k, v := range node.Labels {
 			if !kwok.IsAPIServerLabel(k) {

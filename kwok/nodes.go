@@ -254,7 +254,7 @@ func patchNode(ctx context.Context, client kubernetes.Interface, name string, pa
 
 // ResetNodes makes each node's labels, taints and schedulability those of
 // its want again (nodes are named by want), keeping the labels that the
-// apiserver adds itself. A run can then reuse a node that an earlier run
+// apiserver adds itself and the taints of the node lifecycle. A run can then reuse a node that an earlier run
 // relabeled, tainted or cordoned, instead of deleting and recreating it.
 func ResetNodes(ctx context.Context, client kubernetes.Interface, wants []*corev1.Node, parallelism int) error {
 	return forEach(ctx, 0, len(wants), parallelism, func(ctx context.Context, i int) error {
@@ -275,7 +275,16 @@ func ResetNodes(ctx context.Context, client kubernetes.Interface, wants []*corev
 				}
 			}
 			node.Labels = labels
-			node.Spec.Taints = slices.Clone(want.Spec.Taints)
+			// Taints of the node lifecycle (node.kubernetes.io/*) are its
+			// controller's: it lifts unschedulable once the node is
+			// uncordoned, and would put back one we removed too early.
+			taints := slices.Clone(want.Spec.Taints)
+			for _, t := range node.Spec.Taints {
+				if IsLifecycleTaint(t.Key) {
+					taints = append(taints, t)
+				}
+			}
+			node.Spec.Taints = taints
 			node.Spec.Unschedulable = want.Spec.Unschedulable
 			_, err = client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 			if apierrors.IsConflict(err) && attempt < 10 {
@@ -287,6 +296,12 @@ func ResetNodes(ctx context.Context, client kubernetes.Interface, wants []*corev
 			return nil
 		}
 	})
+}
+
+// IsLifecycleTaint says whether the node lifecycle controller (or the
+// cloud node controller) manages taints with this key.
+func IsLifecycleTaint(key string) bool {
+	return strings.HasPrefix(key, "node.kubernetes.io/") || strings.HasPrefix(key, "node.cloudprovider.kubernetes.io/")
 }
 
 // IsAPIServerLabel says whether the apiserver, not the node's creator, sets
