@@ -224,12 +224,7 @@ func patchNode(ctx context.Context, client kubernetes.Interface, name string, pa
 		}
 		return client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 	}
-	for attempt := 0; ; attempt++ {
-		node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		node = node.DeepCopy()
+	return updateNode(ctx, client, name, func(node *corev1.Node) {
 		for k, v := range patch.Labels {
 			if v == nil {
 				delete(node.Labels, k)
@@ -244,6 +239,19 @@ func patchNode(ctx context.Context, client kubernetes.Interface, name string, pa
 			node.Spec.Unschedulable = *patch.Unschedulable
 		}
 		node.Spec.Taints = EditTaints(node.Spec.Taints, patch.SetTaints, patch.RemoveTaints)
+	})
+}
+
+// updateNode reads the node, lets mutate change a copy and writes it with
+// the read's resource version, again on a conflict (up to 10 times).
+func updateNode(ctx context.Context, client kubernetes.Interface, name string, mutate func(*corev1.Node)) (*corev1.Node, error) {
+	for attempt := 0; ; attempt++ {
+		node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		node = node.DeepCopy()
+		mutate(node)
 		updated, err := client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) && attempt < 10 {
 			continue
@@ -254,17 +262,13 @@ func patchNode(ctx context.Context, client kubernetes.Interface, name string, pa
 
 // ResetNodes makes each node's labels, taints and schedulability those of
 // its want again (nodes are named by want), keeping the labels that the
-// apiserver adds itself and the taints of the node lifecycle. A run can then reuse a node that an earlier run
-// relabeled, tainted or cordoned, instead of deleting and recreating it.
+// apiserver adds itself and the taints of the node lifecycle. A run can
+// then reuse a node that an earlier run relabeled, tainted or cordoned,
+// instead of deleting and recreating it.
 func ResetNodes(ctx context.Context, client kubernetes.Interface, wants []*corev1.Node, parallelism int) error {
 	return forEach(ctx, 0, len(wants), parallelism, func(ctx context.Context, i int) error {
 		want := wants[i]
-		for attempt := 0; ; attempt++ {
-			node, err := client.CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{})
-			if err != nil {
-				return fmt.Errorf("resetting node %s: %w", want.Name, err)
-			}
-			node = node.DeepCopy()
+		_, err := updateNode(ctx, client, want.Name, func(node *corev1.Node) {
 			labels := maps.Clone(want.Labels)
 			if labels == nil {
 				labels = map[string]string{}
@@ -286,15 +290,11 @@ func ResetNodes(ctx context.Context, client kubernetes.Interface, wants []*corev
 			}
 			node.Spec.Taints = taints
 			node.Spec.Unschedulable = want.Spec.Unschedulable
-			_, err = client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
-			if apierrors.IsConflict(err) && attempt < 10 {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("resetting node %s: %w", want.Name, err)
-			}
-			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("resetting node %s: %w", want.Name, err)
 		}
+		return nil
 	})
 }
 

@@ -270,7 +270,7 @@ func gateEntry(groups []Group, e BaselineEntry, tol, minSeconds float64, opt Opt
 		underFloor := m.Unit == "s" && minSeconds > 0 && len(own) > 0 && Median(own) < minSeconds
 		var cur []float64
 		if e.RelativeTo == "" {
-			cur = seriesValues(g, e.Metric)
+			cur = own
 		} else {
 			m = Metric{Key: e.Metric + " ÷ " + e.RelativeTo, Label: m.Label + " ÷ " + e.RelativeTo, Unit: "ratio", HigherIsBetter: e.HigherIsBetter}
 			ref := findGroup(groups, g.Case, e.RelativeTo)
