@@ -333,7 +333,9 @@ func (v *validator) target(t *NodeTarget, path string, st *simState, join bool, 
 		v.errorf(joinPath(path, "count"), "count %d is more than the %d daemon pods %s can have at this point", t.Count, size*perNode[0], where)
 	case len(perNode) == 0 && !join && t.Count > size:
 		v.errorf(joinPath(path, "count"), "count %d is more than the %d nodes %s has at this point", t.Count, size, where)
-	case size == 0:
+	case size == 0 && join && t.Fraction != 0:
+		v.errorf(joinPath(path, "fraction"), "%s has no nodes at this point: a fraction of it is none (set count)", where)
+	case size == 0 && !join:
 		v.errorf(path, "%s has no nodes at this point", where)
 	}
 	return size
