@@ -85,10 +85,30 @@ func NewBaseline(r *Report, tolerance float64) *Baseline {
 					continue
 				}
 			}
+			if spread := sampleSpread(e.Samples); spread > tolerance {
+				e.Tolerance = math.Ceil(spread*100) / 100
+			}
 			b.Entries = append(b.Entries, e)
 		}
 	}
 	return b
+}
+
+// sampleSpread is max ÷ min of positive samples (0 when there are fewer
+// than two, or any is not positive). A metric whose repetitions in one run
+// differ by this much moves as much between two runs of the same code: the
+// per-node rollout p99 of bench-rollout spread ×1.34 in the baseline's run,
+// and the next run's median was ×1.26 the baseline's, p 0.032, with nothing
+// changed. Its tolerance is therefore at least its spread.
+func sampleSpread(xs []float64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	if lo <= 0 {
+		return 0
+	}
+	return hi / lo
 }
 
 // IsSetupMetric says whether the metric times the runner's preparation of a

@@ -309,3 +309,48 @@ func TestBaselineLeavesOutSetupTimes(t *testing.T) {
 		t.Errorf("MinSeconds %v, want %v", b.MinSeconds, DefaultMinSeconds)
 	}
 }
+
+// A metric whose own repetitions spread wider than the tolerance gets its
+// spread as tolerance, so that run-to-run noise of that size does not fail
+// the gate, while a worsening beyond the spread still does.
+func TestBaselineToleranceCoversSpread(t *testing.T) {
+	tight := []float64{10.0, 10.4, 9.8, 10.1, 10.6, 9.9, 10.2, 10.3}
+	noisy := []float64{10, 12.5, 11, 13.4, 10.5, 12, 11.5, 10.8} // max/min 1.34
+	tolerance := func(b *Baseline) float64 {
+		for _, e := range b.Entries {
+			if e.Metric == "converge" {
+				return e.Tolerance
+			}
+		}
+		t.Fatalf("no converge entry in %+v", b.Entries)
+		return 0
+	}
+	if got := tolerance(NewBaseline(newReport(tight, nil), 1.25)); got != 0 {
+		t.Errorf("tight samples: entry tolerance %v, want 0 (the file's)", got)
+	}
+	noisyBase := NewBaseline(newReport(noisy, nil), 1.25)
+	if got := tolerance(noisyBase); got != 1.34 {
+		t.Errorf("noisy samples: entry tolerance %v, want 1.34", got)
+	}
+	zeros := NewBaseline(newReport([]float64{0, 1, 2, 3}, nil), 1.25)
+	if got := tolerance(zeros); got != 0 {
+		t.Errorf("samples with a zero: entry tolerance %v, want 0", got)
+	}
+	status := func(g GateResult) GateStatus {
+		for _, c := range g.Checks {
+			if c.Metric.Key == "converge" {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	for _, tt := range []struct {
+		factor float64
+		want   GateStatus
+	}{{1.3, GatePass}, {1.6, GateRegressed}} {
+		g := Gate(newReport(scaled(noisy, tt.factor), nil), noisyBase)
+		if got := status(g); got != tt.want {
+			t.Errorf("noisy baseline, current ×%g: converge %q, want %q\n%s", tt.factor, got, tt.want, g.Markdown())
+		}
+	}
+}
