@@ -111,6 +111,9 @@ type Controller struct {
 
 	backoffMu sync.Mutex
 	backoff   map[string]plan.Backoff // DaemonSet key -> failed-pod backoff carried between syncs
+
+	statusMu      sync.Mutex
+	writtenStatus map[string]writtenStatus // DaemonSet key -> our last status write, while the cache lags it
 }
 
 // NewController wires informers, queues and handlers. It makes no API calls;
@@ -162,6 +165,7 @@ func NewController(conf Config) (*Controller, error) {
 		expectations:  NewExpectations(conf.Clock, conf.ExpectationsTTL),
 		pendingNodes:  map[string]nodeChange{},
 		backoff:       map[string]plan.Backoff{},
+		writtenStatus: map[string]writtenStatus{},
 	}
 	if c.recorder == nil {
 		c.broadcaster = record.NewBroadcaster(record.WithContext(klog.NewContext(context.Background(), c.logger)))

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -10,20 +11,77 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// writeStatus stores want as the DaemonSet's status if it differs from what
-// the cache holds. On a conflict it re-reads the DaemonSet and retries with
-// the fresh object's conditions and collisionCount, which others may have
-// written, and our computed counters.
+// writtenStatus is the object our last status write returned, and the
+// versions of the DaemonSet older than it that the cache may still hold: the
+// one that write was computed from, and those of our earlier writes the
+// informer has not delivered yet.
+type writtenStatus struct {
+	obj   *appsv1.DaemonSet
+	older []string
+}
+
+// statusBase is what the next status write of key goes over: the object our
+// last write returned while the cache still holds a version older than it,
+// else the cached object. Syncs follow each other faster than the informer
+// delivers our own writes; from the cache alone every such write would
+// conflict (a PUT, a GET and a PUT) or repeat a status already stored.
+func (c *Controller) statusBase(key string, cached *appsv1.DaemonSet) *appsv1.DaemonSet {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	w, ok := c.writtenStatus[key]
+	if ok && w.obj.UID == cached.UID && slices.Contains(w.older, cached.ResourceVersion) {
+		return w.obj
+	}
+	delete(c.writtenStatus, key)
+	return cached
+}
+
+// maxOlderVersions bounds writtenStatus.older: an informer that lags this
+// many of our writes is better trusted than outrun.
+const maxOlderVersions = 8
+
+// rememberStatus records written, which a status write returned while the
+// cache held cached: every version we knew of before it is older.
+func (c *Controller) rememberStatus(key string, cached, written *appsv1.DaemonSet) {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	if written == nil || written.ResourceVersion == "" || written.ResourceVersion == cached.ResourceVersion {
+		delete(c.writtenStatus, key)
+		return
+	}
+	var older []string
+	if prev, ok := c.writtenStatus[key]; ok && prev.obj.UID == written.UID && len(prev.older) < maxOlderVersions {
+		older = append(slices.Clone(prev.older), prev.obj.ResourceVersion)
+	}
+	if !slices.Contains(older, cached.ResourceVersion) {
+		older = append(older, cached.ResourceVersion)
+	}
+	c.writtenStatus[key] = writtenStatus{obj: written, older: older}
+}
+
+func (c *Controller) forgetStatus(key string) {
+	c.statusMu.Lock()
+	delete(c.writtenStatus, key)
+	c.statusMu.Unlock()
+}
+
+// writeStatus stores want as the DaemonSet's status if it differs from the
+// latest status we know (statusBase). On a conflict it re-reads the
+// DaemonSet and retries with the fresh object's conditions and
+// collisionCount, which others may have written, and our computed counters.
 func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, want appsv1.DaemonSetStatus) error {
-	if apiequality.Semantic.DeepEqual(ds.Status, want) {
+	key := ds.Namespace + "/" + ds.Name
+	base := c.statusBase(key, ds)
+	if apiequality.Semantic.DeepEqual(base.Status, want) {
 		return nil
 	}
 	client := c.client.AppsV1().DaemonSets(ds.Namespace)
-	toUpdate := ds.DeepCopy()
+	toUpdate := base.DeepCopy()
 	toUpdate.Status = *want.DeepCopy() // want may share slices with the cache
 	for attempt := 0; ; attempt++ {
-		_, err := client.UpdateStatus(ctx, toUpdate, metav1.UpdateOptions{})
+		written, err := client.UpdateStatus(ctx, toUpdate, metav1.UpdateOptions{})
 		if err == nil {
+			c.rememberStatus(key, ds, written)
 			return nil
 		}
 		if !apierrors.IsConflict(err) || attempt >= statusUpdateRetries {

@@ -49,6 +49,7 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		logger.V(3).Info("DaemonSet has been deleted")
 		c.expectations.Delete(key)
 		c.forgetBackoff(key)
+		c.forgetStatus(key)
 		c.metrics.deleteDaemonSetGauges(namespace, name)
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -356,6 +357,121 @@ func TestSyncStatusWrittenOnlyOnChange(t *testing.T) {
 			t.Errorf("retried status = %+v, want desired 2 and the other writer's condition kept", got)
 		}
 	})
+}
+
+// Syncs follow each other faster than the informer delivers our own status
+// writes. Each write then goes over the object the last one returned: no
+// conflict, no re-read, and no write of a status already stored.
+func TestSyncStatusWritesOverOwnLastWrite(t *testing.T) {
+	ds := newDaemonSet("agent")
+	ds.ResourceVersion = "1"
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil)})
+	// The API server's optimistic concurrency, which the fake client lacks.
+	server := 1
+	f.client.PrependReactor("update", "daemonsets", func(a core.Action) (bool, runtime.Object, error) {
+		obj := a.(core.UpdateAction).GetObject().(*appsv1.DaemonSet).DeepCopy()
+		if obj.ResourceVersion != strconv.Itoa(server) {
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "daemonsets"}, obj.Name, errors.New("stale"))
+		}
+		server++
+		obj.ResourceVersion = strconv.Itoa(server)
+		if err := f.client.Tracker().Update(appsv1.SchemeGroupVersion.WithResource("daemonsets"), obj, obj.Namespace); err != nil {
+			return true, nil, err
+		}
+		return true, obj, nil
+	})
+	statusOf := func(a core.Action) appsv1.DaemonSetStatus {
+		return a.(core.UpdateAction).GetObject().(*appsv1.DaemonSet).Status
+	}
+
+	// The pod informer keeps up; the DaemonSet informer does not.
+	observeCreates := func() {
+		pods, err := f.client.CoreV1().Pods(ds.Namespace).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.client.ClearActions()
+		for i := range pods.Items {
+			pod := &pods.Items[i]
+			if _, ok, _ := f.factory.Core().V1().Pods().Informer().GetIndexer().Get(pod); !ok {
+				f.addToCache(pod)
+				f.c.addPod(pod)
+			}
+		}
+	}
+
+	// 1: the pod on n1 is created; status says desired 1.
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync 1: %v", err)
+	}
+	actions := f.actions()
+	if diff := cmp.Diff([]string{"create pods on n1", "update daemonsets/status agent"}, summarize(actions)); diff != "" {
+		t.Fatalf("sync 1 actions (-want +got):\n%s", diff)
+	}
+	observeCreates()
+	// 2: the cache still has version 1 with the old status: only what
+	// changed since our write (the pod is now scheduled) is written.
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync 2: %v", err)
+	}
+	actions = f.actions()
+	if diff := cmp.Diff([]string{"update daemonsets/status agent"}, summarize(actions)); diff != "" {
+		t.Fatalf("sync 2 actions (-want +got):\n%s", diff)
+	}
+	// 2b: nothing changed since: no write.
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync 2b: %v", err)
+	}
+	if got := summarize(f.actions()); len(got) != 0 {
+		t.Errorf("sync 2b actions = %q, want none (that status is stored)", got)
+	}
+	// 3 and 4: two more nodes, one at a time, the cache still at version 1:
+	// each write goes over the last one's version and succeeds.
+	for i, node := range []string{"n2", "n3"} {
+		n := newNode(node, nil)
+		if err := f.client.Tracker().Add(n); err != nil {
+			t.Fatal(err)
+		}
+		f.addToCache(n)
+		if err := f.sync(dsKey(ds)); err != nil {
+			t.Fatalf("sync %d: %v", i+3, err)
+		}
+		actions := f.actions()
+		if diff := cmp.Diff([]string{"create pods on " + node, "update daemonsets/status agent"}, summarize(actions)); diff != "" {
+			t.Fatalf("sync %d actions (-want +got):\n%s", i+3, diff)
+		}
+		if got := statusOf(actions[1]).DesiredNumberScheduled; got != int32(i+2) {
+			t.Errorf("sync %d wrote desired %d, want %d", i+3, got, i+2)
+		}
+		observeCreates()
+	}
+	// 4b: the pod on n3 is seen: one more write, again without a conflict.
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync 4b: %v", err)
+	}
+	if diff := cmp.Diff([]string{"update daemonsets/status agent"}, summarize(f.actions())); diff != "" {
+		t.Fatalf("sync 4b actions (-want +got):\n%s", diff)
+	}
+	// 5: the informer catches up with our last write: the cache is the base
+	// again, and an unchanged status is not written.
+	latest, err := f.client.AppsV1().DaemonSets(ds.Namespace).Get(t.Context(), ds.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if latest.ResourceVersion != "6" {
+		t.Fatalf("server version %s, want 6 (five writes over 1)", latest.ResourceVersion)
+	}
+	f.actions()
+	f.addToCache(latest)
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync 5: %v", err)
+	}
+	if got := summarize(f.actions()); len(got) != 0 {
+		t.Errorf("sync 5 actions = %q, want none", got)
+	}
+	if _, ok := f.c.writtenStatus[dsKey(ds)]; ok {
+		t.Error("the last write is still remembered after the cache caught up")
+	}
 }
 
 func TestSyncHistory(t *testing.T) {
