@@ -56,6 +56,7 @@ func (c *Controller) rememberStatus(key string, cached, written *appsv1.DaemonSe
 	if !slices.Contains(older, cached.ResourceVersion) {
 		older = append(older, cached.ResourceVersion)
 	}
+	written.ManagedFields = nil // as in the cache (trimObject): the next write leaves them to the server
 	c.writtenStatus[key] = writtenStatus{obj: written, older: older}
 }
 

@@ -59,13 +59,18 @@ func TestGate(t *testing.T) {
 	}{
 		{name: "equal passes", report: newReport(base, nil), baseline: baseline, pass: true, status: GatePass},
 		{
-			name: "slowed 1.5x fails", report: newReport(scaled(base, 1.5), nil), baseline: baseline, status: GateRegressed,
-			// Medians: (10.1+10.2)/2 = 10.15, x1.5 = 15.225; exact p = 2/C(16,8) = 0.00016.
+			name: "slowed 2x fails", report: newReport(scaled(base, 2), nil), baseline: baseline, status: GateRegressed,
+			// Medians: (10.1+10.2)/2 = 10.15, x2 = 20.30; exact p = 2/C(16,8) = 0.00016.
 			failures: []string{
-				"converge: median 10.15 → 15.22 (×1.500, tolerance ×1.25), p=0.000",
-				"step:create: median 10.15 → 15.22",
-				"cpu: median 1.02 → 1.52",
+				"converge: median 10.15 → 20.30 (×2.000, tolerance ×1.5), p=0.000",
+				"step:create: median 10.15 → 20.30",
+				"cpu: median 1.02 → 2.03 (×2.000, tolerance ×1.25)",
 			},
+		},
+		{
+			// Times get DefaultTimeTolerance; CPU keeps the file's ×1.25.
+			name: "slowed 1.4x fails on CPU only", report: newReport(scaled(base, 1.4), nil), baseline: baseline, status: GatePass,
+			failures: []string{"cpu: median 1.02 → 1.42 (×1.400, tolerance ×1.25)"},
 		},
 		{name: "slower within tolerance passes", report: newReport(scaled(base, 1.2), nil), baseline: baseline, pass: true, status: GatePass},
 		{name: "faster is improved", report: newReport(scaled(base, 0.5), nil), baseline: baseline, pass: true, status: GateImproved},
@@ -163,14 +168,14 @@ func TestGateRelativeToUpstream(t *testing.T) {
 	if g := Gate(newReport(scaled(base, 1.5), scaled(up, 1.5)), baseline); !g.Pass || status(g) != GatePass {
 		t.Errorf("a machine 1.5x slower for both controllers: pass=%v converge=%q, want a pass\n%s", g.Pass, status(g), g.Markdown())
 	}
-	if g := Gate(newReport(scaled(base, 1.5), scaled(base, 1.5)), NewBaseline(newReport(base, nil), 1.25)); g.Pass {
-		t.Errorf("an absolute baseline passed a machine 1.5x slower; the relative test above proves nothing")
+	if g := Gate(newReport(scaled(base, 2), scaled(base, 2)), NewBaseline(newReport(base, nil), 1.25)); g.Pass {
+		t.Errorf("an absolute baseline passed a machine 2x slower; the relative test above proves nothing")
 	}
-	g := Gate(newReport(scaled(base, 1.5), up), baseline)
+	g := Gate(newReport(scaled(base, 2), up), baseline)
 	if g.Pass || status(g) != GateRegressed {
-		t.Errorf("ours alone 1.5x slower: pass=%v converge=%q, want regressed\n%s", g.Pass, status(g), g.Markdown())
+		t.Errorf("ours alone 2x slower: pass=%v converge=%q, want regressed\n%s", g.Pass, status(g), g.Markdown())
 	}
-	if len(g.Failures) == 0 || !strings.Contains(g.Failures[0], "converge ÷ upstream: median 0.500 → 0.750 (×1.500") {
+	if len(g.Failures) == 0 || !strings.Contains(g.Failures[0], "converge ÷ upstream: median 0.500 → 1.00 (×2.000") {
 		t.Errorf("failures = %q", g.Failures)
 	}
 	g = Gate(newReport(base, nil), baseline)
@@ -265,19 +270,19 @@ func TestGateTimeFloor(t *testing.T) {
 		report   *Report
 		want     GateStatus
 	}{
-		{name: "1.5x slower, still under 1 s", baseline: NewBaseline(newReport(base, nil), 1.25),
-			report: newReport(scaled(base, 1.5), nil), want: GateUnderFloor},
+		{name: "1.8x slower, still under 1 s", baseline: NewBaseline(newReport(base, nil), 1.25),
+			report: newReport(scaled(base, 1.8), nil), want: GateUnderFloor},
 		{name: "3x slower, now over 1 s", baseline: NewBaseline(newReport(base, nil), 1.25),
 			report: newReport(scaled(base, 3), nil), want: GateRegressed},
-		{name: "a ratio: ours 1.5x slower, ours still under 1 s", baseline: NewBaseline(newReport(base, scaled(base, 2)), 1.25),
-			report: newReport(scaled(base, 1.5), scaled(base, 2)), want: GateUnderFloor},
+		{name: "a ratio: ours 1.8x slower, ours still under 1 s", baseline: NewBaseline(newReport(base, scaled(base, 2)), 1.25),
+			report: newReport(scaled(base, 1.8), scaled(base, 2)), want: GateUnderFloor},
 		{name: "a ratio: ours 3x slower, ours over 1 s", baseline: NewBaseline(newReport(base, scaled(base, 2)), 1.25),
 			report: newReport(scaled(base, 3), scaled(base, 2)), want: GateRegressed},
 		{name: "no floor declared", baseline: func() *Baseline {
 			b := NewBaseline(newReport(base, nil), 1.25)
 			b.MinSeconds = 0
 			return b
-		}(), report: newReport(scaled(base, 1.5), nil), want: GateRegressed},
+		}(), report: newReport(scaled(base, 1.8), nil), want: GateRegressed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -310,31 +315,39 @@ func TestBaselineLeavesOutSetupTimes(t *testing.T) {
 	}
 }
 
-// A metric whose own repetitions spread wider than the tolerance gets its
-// spread as tolerance, so that run-to-run noise of that size does not fail
-// the gate, while a worsening beyond the spread still does.
-func TestBaselineToleranceCoversSpread(t *testing.T) {
+// Wall-clock times get at least DefaultTimeTolerance, other metrics the
+// file's; a metric whose own repetitions spread wider gets its spread, so
+// that run-to-run noise of that size does not fail the gate, while a
+// worsening beyond it still does.
+func TestBaselineTolerances(t *testing.T) {
 	tight := []float64{10.0, 10.4, 9.8, 10.1, 10.6, 9.9, 10.2, 10.3}
-	noisy := []float64{10, 12.5, 11, 13.4, 10.5, 12, 11.5, 10.8} // max/min 1.34
-	tolerance := func(b *Baseline) float64 {
+	noisy := []float64{10, 15, 11, 18, 10.5, 12, 11.5, 10.8} // max/min 1.8
+	tolerances := func(b *Baseline) (converge, cpu float64) {
 		for _, e := range b.Entries {
-			if e.Metric == "converge" {
-				return e.Tolerance
+			switch e.Metric {
+			case "converge":
+				converge = e.Tolerance
+			case "cpu":
+				cpu = e.Tolerance
 			}
 		}
-		t.Fatalf("no converge entry in %+v", b.Entries)
-		return 0
+		return converge, cpu
 	}
-	if got := tolerance(NewBaseline(newReport(tight, nil), 1.25)); got != 0 {
-		t.Errorf("tight samples: entry tolerance %v, want 0 (the file's)", got)
-	}
-	noisyBase := NewBaseline(newReport(noisy, nil), 1.25)
-	if got := tolerance(noisyBase); got != 1.34 {
-		t.Errorf("noisy samples: entry tolerance %v, want 1.34", got)
-	}
-	zeros := NewBaseline(newReport([]float64{0, 1, 2, 3}, nil), 1.25)
-	if got := tolerance(zeros); got != 0 {
-		t.Errorf("samples with a zero: entry tolerance %v, want 0", got)
+	for _, tt := range []struct {
+		name              string
+		samples           []float64
+		wantConv, wantCPU float64 // 0: the file's
+	}{
+		{"tight", tight, DefaultTimeTolerance, 0},
+		{"noisy", noisy, 1.8, 1.8},
+		// A zero time has no spread; a zero CPU is "not measured", so
+		// the CPU samples are 0.1, 0.2, 0.3: spread 3.
+		{"a zero sample", []float64{0, 1, 2, 3}, DefaultTimeTolerance, 3},
+	} {
+		conv, cpu := tolerances(NewBaseline(newReport(tt.samples, nil), 1.25))
+		if conv != tt.wantConv || cpu != tt.wantCPU {
+			t.Errorf("%s samples: tolerances converge %v, cpu %v; want %v, %v", tt.name, conv, cpu, tt.wantConv, tt.wantCPU)
+		}
 	}
 	status := func(g GateResult) GateStatus {
 		for _, c := range g.Checks {
@@ -344,10 +357,11 @@ func TestBaselineToleranceCoversSpread(t *testing.T) {
 		}
 		return ""
 	}
+	noisyBase := NewBaseline(newReport(noisy, nil), 1.25)
 	for _, tt := range []struct {
 		factor float64
 		want   GateStatus
-	}{{1.3, GatePass}, {1.6, GateRegressed}} {
+	}{{1.6, GatePass}, {2.5, GateRegressed}} {
 		g := Gate(newReport(scaled(noisy, tt.factor), nil), noisyBase)
 		if got := status(g); got != tt.want {
 			t.Errorf("noisy baseline, current ×%g: converge %q, want %q\n%s", tt.factor, got, tt.want, g.Markdown())
