@@ -22,9 +22,9 @@ const DefaultTolerance = 1.25
 // time. Ours ÷ upstream of one time moves more from run to run than within a
 // run: the create step of bench-rollout and of bench-churn-rollout is the
 // same work (1000 pods), yet its median ratio was 1.18 and 1.00 in one
-// `make bench` of a commit and 1.01 and 1.31 in the next, each within a run
-// spreading only ×1.1–×1.2. Counts, CPU and memory keep the file's
-// tolerance.
+// `make bench` and 1.02 and 1.31 two runs later, where the first run's
+// samples spread only ×1.19 and ×1.11. Counts, CPU and memory keep the
+// file's tolerance.
 const DefaultTimeTolerance = 1.5
 
 // isWallTime says whether the metric is elapsed time (CPU seconds are not).
