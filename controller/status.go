@@ -12,9 +12,9 @@ import (
 )
 
 // writtenStatus is the object our last status write returned, and the
-// versions of the DaemonSet older than it that the cache may still hold: the
-// one that write was computed from, and those of our earlier writes the
-// informer has not delivered yet.
+// versions of the DaemonSet older than it that the cache may still hold: for
+// each of our writes since the cache last caught up, the cached version it
+// was computed from, the version it went over and the one it made.
 type writtenStatus struct {
 	obj   *appsv1.DaemonSet
 	older []string
@@ -40,21 +40,24 @@ func (c *Controller) statusBase(key string, cached *appsv1.DaemonSet) *appsv1.Da
 // many of our writes is better trusted than outrun.
 const maxOlderVersions = 8
 
-// rememberStatus records written, which a status write returned while the
-// cache held cached: every version we knew of before it is older.
-func (c *Controller) rememberStatus(key string, cached, written *appsv1.DaemonSet) {
+// rememberStatus records written, which a write over the version over
+// returned while the cache held cached. An entry still there is one that
+// statusBase kept for this sync, so its versions are older too.
+func (c *Controller) rememberStatus(key, cached, over string, written *appsv1.DaemonSet) {
 	c.statusMu.Lock()
 	defer c.statusMu.Unlock()
-	if written == nil || written.ResourceVersion == "" || written.ResourceVersion == cached.ResourceVersion {
+	if written.ResourceVersion == "" { // a client that reports no versions
 		delete(c.writtenStatus, key)
 		return
 	}
 	var older []string
-	if prev, ok := c.writtenStatus[key]; ok && prev.obj.UID == written.UID && len(prev.older) < maxOlderVersions {
+	if prev, ok := c.writtenStatus[key]; ok && len(prev.older) < maxOlderVersions {
 		older = append(slices.Clone(prev.older), prev.obj.ResourceVersion)
 	}
-	if !slices.Contains(older, cached.ResourceVersion) {
-		older = append(older, cached.ResourceVersion)
+	for _, v := range []string{cached, over} {
+		if !slices.Contains(older, v) {
+			older = append(older, v)
+		}
 	}
 	written.ManagedFields = nil // as in the cache (trimObject): the next write leaves them to the server
 	c.writtenStatus[key] = writtenStatus{obj: written, older: older}
@@ -82,7 +85,7 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, want
 	for attempt := 0; ; attempt++ {
 		written, err := client.UpdateStatus(ctx, toUpdate, metav1.UpdateOptions{})
 		if err == nil {
-			c.rememberStatus(key, ds, written)
+			c.rememberStatus(key, ds.ResourceVersion, toUpdate.ResourceVersion, written)
 			return nil
 		}
 		if !apierrors.IsConflict(err) || attempt >= statusUpdateRetries {

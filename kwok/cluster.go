@@ -258,22 +258,11 @@ func (c *Cluster) saveLogs() string {
 	if err := os.RemoveAll(dst); err != nil {
 		return ""
 	}
-	entries, err := os.ReadDir(c.LogDir())
-	if err != nil || len(entries) == 0 {
+	if entries, err := os.ReadDir(c.LogDir()); err != nil || len(entries) == 0 {
 		return ""
 	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
+	if err := os.CopyFS(dst, os.DirFS(c.LogDir())); err != nil {
 		return ""
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(c.LogDir(), e.Name()))
-		if err != nil {
-			continue
-		}
-		_ = os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644)
 	}
 	return dst
 }
