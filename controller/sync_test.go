@@ -366,39 +366,12 @@ func TestSyncStatusWritesOverOwnLastWrite(t *testing.T) {
 	ds := newDaemonSet("agent")
 	ds.ResourceVersion = "1"
 	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil)})
-	// The API server's optimistic concurrency, which the fake client lacks.
-	server := 1
-	f.client.PrependReactor("update", "daemonsets", func(a core.Action) (bool, runtime.Object, error) {
-		obj := a.(core.UpdateAction).GetObject().(*appsv1.DaemonSet).DeepCopy()
-		if obj.ResourceVersion != strconv.Itoa(server) {
-			return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "daemonsets"}, obj.Name, errors.New("stale"))
-		}
-		server++
-		obj.ResourceVersion = strconv.Itoa(server)
-		if err := f.client.Tracker().Update(appsv1.SchemeGroupVersion.WithResource("daemonsets"), obj, obj.Namespace); err != nil {
-			return true, nil, err
-		}
-		return true, obj, nil
-	})
+	withOptimisticConcurrency(f, 1)
 	statusOf := func(a core.Action) appsv1.DaemonSetStatus {
 		return a.(core.UpdateAction).GetObject().(*appsv1.DaemonSet).Status
 	}
-
 	// The pod informer keeps up; the DaemonSet informer does not.
-	observeCreates := func() {
-		pods, err := f.client.CoreV1().Pods(ds.Namespace).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.client.ClearActions()
-		for i := range pods.Items {
-			pod := &pods.Items[i]
-			if _, ok, _ := f.factory.Core().V1().Pods().Informer().GetIndexer().Get(pod); !ok {
-				f.addToCache(pod)
-				f.c.addPod(pod)
-			}
-		}
-	}
+	observeCreates := func() { f.observeCreatedPods(ds.Namespace) }
 
 	// 1: the pod on n1 is created; status says desired 1.
 	if err := f.sync(dsKey(ds)); err != nil {
@@ -471,6 +444,79 @@ func TestSyncStatusWritesOverOwnLastWrite(t *testing.T) {
 	}
 	if _, ok := f.c.writtenStatus[dsKey(ds)]; ok {
 		t.Error("the last write is still remembered after the cache caught up")
+	}
+}
+
+// withOptimisticConcurrency gives the fake client's DaemonSet updates the
+// API server's resourceVersion check, starting at version: an update over any
+// other version conflicts, a successful one bumps it.
+func withOptimisticConcurrency(f *fixture, version int) {
+	f.client.PrependReactor("update", "daemonsets", func(a core.Action) (bool, runtime.Object, error) {
+		obj := a.(core.UpdateAction).GetObject().(*appsv1.DaemonSet).DeepCopy()
+		if obj.ResourceVersion != strconv.Itoa(version) {
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "daemonsets"}, obj.Name, errors.New("stale"))
+		}
+		version++
+		obj.ResourceVersion = strconv.Itoa(version)
+		if err := f.client.Tracker().Update(appsv1.SchemeGroupVersion.WithResource("daemonsets"), obj, obj.Namespace); err != nil {
+			return true, nil, err
+		}
+		return true, obj, nil
+	})
+}
+
+// observeCreatedPods delivers the pods the client holds and the cache lacks
+// to the cache and the pod handler, as the pod informer would.
+func (f *fixture) observeCreatedPods(namespace string) {
+	f.t.Helper()
+	pods, err := f.client.CoreV1().Pods(namespace).List(f.t.Context(), metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.client.ClearActions()
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if _, ok, _ := f.factory.Core().V1().Pods().Informer().GetIndexer().Get(pod); !ok {
+			f.addToCache(pod)
+			f.c.addPod(pod)
+		}
+	}
+}
+
+// After a conflict with another writer, the cache may deliver that
+// writer's version before ours: the next write still goes over ours.
+func TestSyncStatusAfterAnotherWriter(t *testing.T) {
+	ds := newDaemonSet("agent")
+	ds.ResourceVersion = "1"
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil)})
+	other := ds.DeepCopy()
+	other.ResourceVersion = "2"
+	other.Status.Conditions = []appsv1.DaemonSetCondition{{Type: "Healthy", Status: corev1.ConditionTrue}}
+	if err := f.client.Tracker().Update(appsv1.SchemeGroupVersion.WithResource("daemonsets"), other, ds.Namespace); err != nil {
+		t.Fatal(err)
+	}
+	withOptimisticConcurrency(f, 2)
+
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync 1: %v", err)
+	}
+	want := []string{"create pods on n1", "update daemonsets/status agent", "get daemonsets agent", "update daemonsets/status agent"}
+	if diff := cmp.Diff(want, summarize(f.actions())); diff != "" {
+		t.Fatalf("sync 1 actions (-want +got):\n%s", diff)
+	}
+	// The cache now has the other writer's version 2; the server has 3, ours.
+	f.addToCache(other)
+	f.observeCreatedPods(ds.Namespace)
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync 2: %v", err)
+	}
+	actions := f.actions()
+	if diff := cmp.Diff([]string{"update daemonsets/status agent"}, summarize(actions)); diff != "" {
+		t.Fatalf("sync 2 actions (-want +got):\n%s", diff)
+	}
+	got := actions[0].(core.UpdateAction).GetObject().(*appsv1.DaemonSet)
+	if got.ResourceVersion != "3" || len(got.Status.Conditions) != 1 {
+		t.Errorf("sync 2 wrote over version %s with conditions %v; want 3, with the other writer's condition", got.ResourceVersion, got.Status.Conditions)
 	}
 }
 
