@@ -217,15 +217,29 @@ func NewController(conf Config) (*Controller, error) {
 	return c, nil
 }
 
-// newRateLimiter is the default controller rate limiter with the per-item
-// backoff capped at 2 minutes instead of 1000 s, so that a DaemonSet whose
-// writes failed for a while recovers quickly once the API server does.
+// retryBackoffCap caps the per-DaemonSet retry delay after failed syncs
+// (client-go's default controller rate limiter goes up to 1000 s), so that a
+// DaemonSet whose writes failed for a while recovers quickly once the API
+// server does.
+const retryBackoffCap = 2 * time.Minute
+
+// newRateLimiter is client-go's default controller rate limiter (the larger
+// of a per-item exponential backoff from 5 ms and a 10 qps token bucket),
+// with every delay capped at retryBackoffCap.
 func newRateLimiter() workqueue.TypedRateLimiter[string] {
-	def := workqueue.DefaultTypedControllerRateLimiter[string]()
-	return workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 2*time.Minute),
-		def,
-	)
+	return cappedRateLimiter{TypedRateLimiter: workqueue.DefaultTypedControllerRateLimiter[string](), max: retryBackoffCap}
+}
+
+// cappedRateLimiter caps the delays of the limiter it wraps. (Combining a
+// capped limiter with the default through MaxOf would not cap anything: MaxOf
+// takes the larger delay.)
+type cappedRateLimiter struct {
+	workqueue.TypedRateLimiter[string]
+	max time.Duration
+}
+
+func (r cappedRateLimiter) When(item string) time.Duration {
+	return min(r.TypedRateLimiter.When(item), r.max)
 }
 
 // trimObject drops what the controller never reads from cached objects:

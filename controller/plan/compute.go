@@ -230,12 +230,10 @@ func (p *planner) backoffKey(node string) BackoffKey {
 	return BackoffKey{Node: node, Generation: p.ds.Generation}
 }
 
-// create plans a pod on st unless a failed pod there is still backing off.
+// create plans a pod on st. The failed-pod backoff never delays a create: as
+// upstream, it holds back only the deletion of a Failed pod, so a node whose
+// failed pod is gone gets its replacement on the next sync.
 func (p *planner) create(st *nodeState) {
-	if left := p.backoff.remaining(p.backoffKey(st.name), p.in.Now); left > 0 {
-		p.requeueAfter(left)
-		return
-	}
 	p.creates = append(p.creates, st.name)
 }
 
@@ -289,7 +287,6 @@ func (p *planner) manageRunning(st *nodeState, surge bool) {
 				continue
 			}
 			p.backoff.next(key, p.in.Now)
-			p.requeueAfter(p.backoff.remaining(key, p.in.Now))
 			p.events = append(p.events, Event{Type: corev1.EventTypeWarning, Reason: FailedDaemonPodReason,
 				Message: fmt.Sprintf("Found failed daemon pod %s/%s on node %s, will try to kill it", pod.Namespace, pod.Name, st.name)})
 			p.delete(st, pod, FailedDaemonPodReason)

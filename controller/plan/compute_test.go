@@ -81,8 +81,7 @@ func TestComputeManage(t *testing.T) {
 		{name: "failed pod deleted with event and backoff", ds: ds,
 			nodes: []*corev1.Node{newNode("a")},
 			pods:  []*corev1.Pod{newPod("p-a", "a", phase(corev1.PodFailed))},
-			want: summary{Deletes: []string{"a/p-a FailedDaemonPod"}, Events: []string{"Warning FailedDaemonPod"},
-				RequeueAfter: time.Second}},
+			want:  summary{Deletes: []string{"a/p-a FailedDaemonPod"}, Events: []string{"Warning FailedDaemonPod"}}},
 		{name: "succeeded pod deleted with event", ds: ds,
 			nodes: []*corev1.Node{newNode("a")},
 			pods:  []*corev1.Pod{newPod("p-a", "a", phase(corev1.PodSucceeded))},
@@ -139,6 +138,7 @@ func TestComputeFailedPodBackoff(t *testing.T) {
 	}
 	tests := []struct {
 		name        string
+		ds          *appsv1.DaemonSet // nil: OnDelete
 		pods        []*corev1.Pod
 		backoff     Backoff
 		now         time.Time
@@ -146,27 +146,31 @@ func TestComputeFailedPodBackoff(t *testing.T) {
 		wantBackoff Backoff
 	}{
 		{name: "first failure starts at 1s", pods: []*corev1.Pod{failed}, now: t0,
-			want:        summary{Deletes: []string{"a/p-a FailedDaemonPod"}, Events: []string{"Warning FailedDaemonPod"}, RequeueAfter: time.Second},
+			want:        summary{Deletes: []string{"a/p-a FailedDaemonPod"}, Events: []string{"Warning FailedDaemonPod"}},
 			wantBackoff: entry(time.Second, t0)},
 		{name: "failed pod kept while in backoff", pods: []*corev1.Pod{failed}, backoff: entry(4*time.Second, t0), now: t0.Add(time.Second),
 			want: summary{RequeueAfter: 3 * time.Second}, wantBackoff: entry(4*time.Second, t0)},
-		{name: "no create on the node while in backoff", backoff: entry(4*time.Second, t0), now: t0.Add(time.Second),
-			want: summary{RequeueAfter: 3 * time.Second}, wantBackoff: entry(4*time.Second, t0)},
+		{name: "the replacement is created while the backoff runs", backoff: entry(4*time.Second, t0), now: t0.Add(time.Second),
+			want: summary{Creates: []string{"a"}}, wantBackoff: entry(4*time.Second, t0)},
+		{name: "under surge a failed pod held by its backoff gets a replacement beside it", pods: []*corev1.Pod{failed},
+			ds:      newDaemonSet("ds", maxSurge(intstr.FromInt32(1)), maxUnavailable(intstr.FromInt32(0))),
+			backoff: entry(4*time.Second, t0), now: t0.Add(time.Second),
+			want: summary{Creates: []string{"a"}, RequeueAfter: 3 * time.Second}, wantBackoff: entry(4*time.Second, t0)},
 		{name: "create once the backoff has passed", backoff: entry(4*time.Second, t0), now: t0.Add(4 * time.Second),
 			want: summary{Creates: []string{"a"}}, wantBackoff: entry(4*time.Second, t0)},
 		{name: "the next failure doubles the delay", pods: []*corev1.Pod{failed}, backoff: entry(4*time.Second, t0), now: t0.Add(5 * time.Second),
-			want:        summary{Deletes: []string{"a/p-a FailedDaemonPod"}, Events: []string{"Warning FailedDaemonPod"}, RequeueAfter: 8 * time.Second},
+			want:        summary{Deletes: []string{"a/p-a FailedDaemonPod"}, Events: []string{"Warning FailedDaemonPod"}},
 			wantBackoff: entry(8*time.Second, t0.Add(5*time.Second))},
 		{name: "the delay is capped at 15m", pods: []*corev1.Pod{failed}, backoff: entry(10*time.Minute, t0), now: t0.Add(11 * time.Minute),
-			want:        summary{Deletes: []string{"a/p-a FailedDaemonPod"}, Events: []string{"Warning FailedDaemonPod"}, RequeueAfter: 15 * time.Minute},
+			want:        summary{Deletes: []string{"a/p-a FailedDaemonPod"}, Events: []string{"Warning FailedDaemonPod"}},
 			wantBackoff: entry(15*time.Minute, t0.Add(11*time.Minute))},
 		{name: "after 30m quiet the delay restarts at 1s", pods: []*corev1.Pod{failed}, backoff: entry(15*time.Minute, t0), now: t0.Add(31 * time.Minute),
-			want:        summary{Deletes: []string{"a/p-a FailedDaemonPod"}, Events: []string{"Warning FailedDaemonPod"}, RequeueAfter: time.Second},
+			want:        summary{Deletes: []string{"a/p-a FailedDaemonPod"}, Events: []string{"Warning FailedDaemonPod"}},
 			wantBackoff: entry(time.Second, t0.Add(31*time.Minute))},
 		{name: "expired entries are dropped", pods: []*corev1.Pod{newPod("p-a", "a")}, backoff: entry(time.Second, t0), now: t0.Add(31 * time.Minute)},
 		{name: "entries of a previous generation are dropped", pods: []*corev1.Pod{failed},
 			backoff: Backoff{Entries: map[BackoffKey]BackoffEntry{{Node: "a", Generation: 0}: {Delay: time.Minute, LastUpdate: t0}}}, now: t0,
-			want:        summary{Deletes: []string{"a/p-a FailedDaemonPod"}, Events: []string{"Warning FailedDaemonPod"}, RequeueAfter: time.Second},
+			want:        summary{Deletes: []string{"a/p-a FailedDaemonPod"}, Events: []string{"Warning FailedDaemonPod"}},
 			wantBackoff: entry(time.Second, t0)},
 		{name: "entries of deleted nodes are dropped",
 			backoff: Backoff{Entries: map[BackoffKey]BackoffEntry{{Node: "gone", Generation: 1}: {Delay: time.Minute, LastUpdate: t0}}}, now: t0,
@@ -174,7 +178,11 @@ func TestComputeFailedPodBackoff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := input(ds, nodes, tt.pods...)
+			d := ds
+			if tt.ds != nil {
+				d = tt.ds
+			}
+			in := input(d, nodes, tt.pods...)
 			in.Backoff, in.Now = tt.backoff, tt.now
 			before := Backoff{Entries: map[BackoffKey]BackoffEntry{}}
 			for k, v := range tt.backoff.Entries {
@@ -196,40 +204,48 @@ func TestComputeFailedPodBackoff(t *testing.T) {
 	}
 }
 
-// TestBackoffGrowth drives one node through repeated failures, sync by sync.
+// TestBackoffGrowth drives one node through repeated failures, sync by sync:
+// the failed pod's deletion waits out a doubling delay, its replacement never
+// waits (upstream's podsShouldBeOnNode backs off only the deletion).
 func TestBackoffGrowth(t *testing.T) {
 	ds := newDaemonSet("ds", onDelete)
 	nodes := []*corev1.Node{newNode("a")}
 	var b Backoff
 	now := t0
-	var delays []time.Duration
+	var held []time.Duration
 	for i := range 12 {
+		// The pod has just failed.
 		in := input(ds, nodes, newPod("p", "a", phase(corev1.PodFailed)))
 		in.Backoff, in.Now = b, now
 		p := Compute(in)
+		var wait time.Duration
+		if len(p.Deletes) == 0 {
+			wait = p.RequeueAfter
+			if wait == 0 {
+				t.Fatalf("sync %d: failed pod neither deleted nor requeued: %+v", i, summarize(p))
+			}
+			now = now.Add(wait)
+			in.Now = now
+			p = Compute(in)
+		}
+		held = append(held, wait)
 		if len(p.Deletes) != 1 {
-			t.Fatalf("sync %d: want the failed pod deleted, got %+v", i, summarize(p))
+			t.Fatalf("sync %d: want the failed pod deleted once its backoff passed, got %+v", i, summarize(p))
 		}
 		b = p.Backoff
-		delays = append(delays, p.RequeueAfter)
-		// Recreated at once when the backoff expires, fails immediately.
-		now = now.Add(p.RequeueAfter)
+		// Its deletion observed, the replacement is created at once.
 		in = input(ds, nodes)
-		in.Backoff, in.Now = b, now.Add(-time.Millisecond)
-		if p := Compute(in); len(p.Creates) != 0 || p.RequeueAfter != time.Millisecond {
-			t.Fatalf("sync %d: want no create 1ms before expiry, got %+v", i, summarize(p))
-		}
-		in.Now = now
-		if p := Compute(in); len(p.Creates) != 1 {
-			t.Fatalf("sync %d: want a create at expiry, got %+v", i, summarize(p))
+		in.Backoff, in.Now = b, now
+		if p := Compute(in); len(p.Creates) != 1 || p.RequeueAfter != 0 {
+			t.Fatalf("sync %d: want the replacement created at once, got %+v", i, summarize(p))
 		}
 	}
-	want := []time.Duration{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 900, 900}
+	want := []time.Duration{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 900}
 	for i := range want {
 		want[i] *= time.Second
 	}
-	if diff := cmp.Diff(want, delays); diff != "" {
-		t.Errorf("delays (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, held); diff != "" {
+		t.Errorf("how long each failed pod was held (-want +got):\n%s", diff)
 	}
 }
 
