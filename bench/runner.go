@@ -73,6 +73,11 @@ func DefaultGrace(nodes, daemonSets int) map[oracle.Kind]time.Duration {
 	}
 }
 
+// CacheLag bounds how far a correct controller's cache may trail the
+// oracle's view: a pod created later than this after its node was deleted
+// is a violation however short it lives.
+const CacheLag = 2 * time.Second
+
 // LimitLag is how long the oracle lets a controller apply a percentage
 // maxUnavailable that shrank because must-run nodes left: a correct
 // controller decides on a cache that shows departures a little late.
@@ -253,7 +258,7 @@ func (s *runState) play(ctx context.Context) (err error) {
 	if grace == nil {
 		grace = DefaultGrace(nodes, len(s.sc.DaemonSets()))
 	}
-	s.checker = oracle.NewChecker(oracle.Config{Grace: grace, LimitLag: LimitLag})
+	s.checker = oracle.NewChecker(oracle.Config{Grace: grace, LimitLag: LimitLag, CacheLag: CacheLag})
 	s.timeline = map[string]*reports.Timeline{}
 
 	s.progress("preparing cluster")

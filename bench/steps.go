@@ -891,6 +891,11 @@ func (s *runState) collect(ctx context.Context) {
 			Expected: ro.PeakUnavailable > ro.AllowedAtPeak && s.expectedDuring(scenarios.MaxUnavailableExceeded, ro.DaemonSet, ro.Start, end),
 		})
 	}
+	for _, w := range s.checker.PodGCWaits() {
+		if !w.PodsGone.IsZero() {
+			s.run.PodGCWaits = append(s.run.PodGCWaits, reports.NodeLatency{Node: w.Node, Seconds: w.PodsGone.Sub(w.NodeDeleted).Seconds()})
+		}
+	}
 	for _, j := range s.checker.NodeJoins() {
 		if j.PodReady.IsZero() {
 			continue

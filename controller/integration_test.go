@@ -319,11 +319,11 @@ func (e *env) requireOnlyNodes(names []string) {
 	})
 }
 
-// removeNodes deletes nodes that run pods of ds and checks that the
-// controller deletes those pods at once: the pod GC would only act after its
-// 40 s quarantine. With no kubelet left to finish a graceful deletion the
-// pods then stay Terminating, so, once the controller has deleted them, the
-// test force-deletes them as the pod GC eventually would.
+// removeNodes deletes nodes that run pods of ds. As upstream, the controller
+// leaves the bound pods of deleted nodes to the pod GC: once its status shows
+// it has seen the nodes go, the test requires those pods still live and no
+// NodeNotFound deletion counted. It then force-deletes them, as the pod GC
+// would after its 40 s quarantine.
 func (e *env) removeNodes(ds *appsv1.DaemonSet, names ...string) {
 	t := e.t
 	t.Helper()
@@ -344,22 +344,32 @@ func (e *env) removeNodes(ds *appsv1.DaemonSet, names ...string) {
 	if len(victims) != len(names) {
 		t.Fatalf("%d pods on nodes %v before they leave, want one each", len(victims), names)
 	}
-	start := time.Now()
+	desired := e.getDS(ds.Namespace, ds.Name).Status.DesiredNumberScheduled
+	deleted := e.deletedByUs(plan.NodeNotFoundReason)
 	if err := kwok.DeleteNodes(e.ctx, e.client, names, 0); err != nil {
 		t.Fatal(err)
 	}
+	want := desired - int32(len(names))
+	e.waitFor(15*time.Second, fmt.Sprintf("status counts the %d deleted nodes out", len(names)), func(ctx context.Context) (bool, string, error) {
+		cur, err := e.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		return cur.Status.DesiredNumberScheduled == want, fmt.Sprintf("desiredNumberScheduled %d, want %d", cur.Status.DesiredNumberScheduled, want), nil
+	})
 	for _, v := range victims {
-		e.waitFor(15*time.Second, fmt.Sprintf("pod %s of deleted node %s deleted by the controller", v.Name, podNode(&v)), func(ctx context.Context) (bool, string, error) {
-			p, err := e.client.CoreV1().Pods(v.Namespace).Get(ctx, v.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return true, "", nil
-			}
-			if err != nil {
-				return false, "", err
-			}
-			return p.DeletionTimestamp != nil, "pod still live", nil
-		})
-		t.Logf("pod %s of deleted node %s deleted after %v", v.Name, podNode(&v), time.Since(start).Round(time.Millisecond))
+		p, err := e.client.CoreV1().Pods(v.Namespace).Get(e.ctx, v.Name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			t.Errorf("pod %s of deleted node %s: %v; the controller must leave it to the pod GC", v.Name, podNode(&v), err)
+		case p.DeletionTimestamp != nil:
+			t.Errorf("pod %s of deleted node %s is being deleted; the controller must leave it to the pod GC", v.Name, podNode(&v))
+		}
+	}
+	if got := e.deletedByUs(plan.NodeNotFoundReason) - deleted; got != 0 {
+		t.Errorf("controller deleted %v pods for %s, want 0 (bound pods of deleted nodes are the pod GC's)", got, plan.NodeNotFoundReason)
+	}
+	for _, v := range victims {
 		err := e.client.CoreV1().Pods(v.Namespace).Delete(e.ctx, v.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Fatalf("force-deleting pod %s as the pod GC would: %v", v.Name, err)
@@ -1188,10 +1198,44 @@ func TestIntegrationNodeLifecycle(t *testing.T) {
 
 	t.Run("leave", func(t *testing.T) {
 		e := e.sub(t)
-		before := e.deletedByUs(plan.NodeNotFoundReason)
 		e.removeNodes(ds, pool.NodeName(3))
-		e.waitDeletedByUs(plan.NodeNotFoundReason, before, 1)
 		e.waitConverged(ns, ds.Name, converged{nodes: nodes})
+	})
+
+	// A kubelet that re-registers under its name (or a node deleted by
+	// mistake and re-created) keeps its daemon pod, as with upstream.
+	t.Run("delete and re-create a node within 10 s", func(t *testing.T) {
+		e := e.sub(t)
+		node := nodes[0]
+		before, err := podOn(e.ctx, node)
+		if err != nil || before == nil {
+			t.Fatalf("pod on %s before: %v, %v", node, before, err)
+		}
+		desired := e.getDS(ns, ds.Name).Status.DesiredNumberScheduled
+		start := time.Now()
+		if err := kwok.DeleteNodes(e.ctx, e.client, []string{node}, 0); err != nil {
+			t.Fatal(err)
+		}
+		e.waitFor(10*time.Second, "status counts the deleted node out", func(ctx context.Context) (bool, string, error) {
+			cur, err := e.client.AppsV1().DaemonSets(ns).Get(ctx, ds.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			return cur.Status.DesiredNumberScheduled == desired-1, fmt.Sprintf("desiredNumberScheduled %d", cur.Status.DesiredNumberScheduled), nil
+		})
+		e.addNodes(kwok.NodePool{Prefix: pool.Prefix, Count: 1})
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("node re-created after %v, want within 10 s", d)
+		}
+		e.waitSchedulable(node)
+		e.waitConverged(ns, ds.Name, converged{nodes: nodes})
+		after, err := podOn(e.ctx, node)
+		if err != nil || after == nil {
+			t.Fatalf("pod on %s after: %v, %v", node, after, err)
+		}
+		if after.UID != before.UID {
+			t.Errorf("pod on re-created node %s: UID %s, want %s kept (upstream keeps it)", node, after.UID, before.UID)
+		}
 	})
 
 	noSchedule := corev1.Taint{Key: "it.dsbench.dev/no-schedule", Value: "x", Effect: corev1.TaintEffectNoSchedule}
@@ -1988,4 +2032,71 @@ func TestIntegrationEmptySelector(t *testing.T) {
 		evs, err := e.events(ctx, created, plan.SelectingAllReason)
 		return len(evs) > 0, "no event", err
 	})
+}
+
+// TestIntegrationObservedGenerationNeverDecreases: during rollouts that come
+// in quick succession, with pods deleted in bursts (many pod events, syncs
+// with expectations outstanding), every stored observedGeneration is at least
+// the one before it.
+func TestIntegrationObservedGenerationNeverDecreases(t *testing.T) {
+	e := newEnv(t)
+	ns := e.namespace("it-obsgen")
+	pool := kwok.NodePool{Prefix: "obsgen", Count: 8}
+	nodes := e.addNodes(pool)
+	e.waitSchedulable(nodes...)
+	ds := e.createDS(newDS(ns, "agent", pool.Prefix, func(ds *appsv1.DaemonSet) {
+		ds.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intstr.FromInt32(4))}
+	}))
+	e.waitConverged(ns, ds.Name, converged{nodes: nodes})
+
+	w, err := e.client.AppsV1().DaemonSets(ns).Watch(e.ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=" + ds.Name, ResourceVersion: e.getDS(ns, ds.Name).ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	type seen struct {
+		rv       string
+		gen, obs int64
+	}
+	var history []seen
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if d, ok := ev.Object.(*appsv1.DaemonSet); ok {
+				history = append(history, seen{d.ResourceVersion, d.Generation, d.Status.ObservedGeneration})
+			}
+		}
+	}()
+
+	for i := 2; i <= 5; i++ {
+		e.updateDS(ns, ds.Name, setImage(fmt.Sprintf("example.com/agent:v%d", i)))
+		pods, err := e.podsOf(e.ctx, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range live(pods)[:min(3, len(live(pods)))] {
+			if err := e.client.CoreV1().Pods(ns).Delete(e.ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	e.waitConverged(ns, ds.Name, converged{nodes: nodes})
+	final := e.getDS(ns, ds.Name)
+	if final.Status.ObservedGeneration != final.Generation {
+		t.Errorf("converged with observedGeneration %d, generation %d", final.Status.ObservedGeneration, final.Generation)
+	}
+	w.Stop()
+	<-done
+	if len(history) < 5 {
+		t.Fatalf("saw only %d writes of the DaemonSet, want the rollouts' many", len(history))
+	}
+	for i := 1; i < len(history); i++ {
+		if history[i].obs < history[i-1].obs {
+			t.Errorf("observedGeneration went from %d (rv %s) to %d (rv %s)", history[i-1].obs, history[i-1].rv, history[i].obs, history[i].rv)
+		}
+	}
+	t.Logf("%d writes seen, observedGeneration %d..%d", len(history), history[0].obs, history[len(history)-1].obs)
 }

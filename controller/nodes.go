@@ -31,8 +31,9 @@ import (
 //     eligibility changed or whose pod presence disagrees with it.
 //
 // Deletes are cheap and handled inline: the DaemonSets with a pod on the
-// node, found through the pod node index, are enqueued so that the planner
-// deletes those pods at once instead of waiting for the pod GC.
+// node, found through the pod node index, are enqueued, so that their status
+// stops counting the node at once and unbound pods pinned to it are deleted.
+// Bound pods are left to the pod GC, as upstream (see plan.Compute).
 
 // nodeChange is what a node worker compares the current node against.
 type nodeChange struct {

@@ -76,6 +76,9 @@ func (c *Controller) forgetStatus(key string) {
 func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, want appsv1.DaemonSetStatus) error {
 	key := ds.Namespace + "/" + ds.Name
 	base := c.statusBase(key, ds)
+	// A sync with outstanding expectations keeps the cached status's
+	// observedGeneration, which may be older than what we wrote since.
+	want.ObservedGeneration = max(want.ObservedGeneration, base.Status.ObservedGeneration)
 	if apiequality.Semantic.DeepEqual(base.Status, want) {
 		return nil
 	}
@@ -111,10 +114,12 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, want
 }
 
 // mergeStatus is want with the fields the controller does not own taken
-// from fresh: conditions, and a collisionCount that may only grow.
+// from fresh: conditions, and a collisionCount and an observedGeneration that
+// may only grow.
 func mergeStatus(fresh, want appsv1.DaemonSetStatus) appsv1.DaemonSetStatus {
 	out := want
 	out.Conditions = fresh.Conditions
+	out.ObservedGeneration = max(fresh.ObservedGeneration, want.ObservedGeneration)
 	if fresh.CollisionCount != nil && (want.CollisionCount == nil || *fresh.CollisionCount > *want.CollisionCount) {
 		cc := *fresh.CollisionCount
 		out.CollisionCount = &cc

@@ -730,3 +730,54 @@ func TestSyncReadsPodsOnlyAfterCheckingExpectations(t *testing.T) {
 		t.Fatalf("second sync created %d pods: %v", len(got), summarize(got))
 	}
 }
+
+// TestSyncObservedGenerationNeverDecreases: a sync with outstanding
+// expectations keeps the cached status's observedGeneration; while the cache
+// lags our own write of a newer one, that older value must not be written
+// over it (kubectl rollout status, Argo CD and Flux would see "not observed").
+func TestSyncObservedGenerationNeverDecreases(t *testing.T) {
+	ds := newDaemonSet("agent")
+	ds.ResourceVersion, ds.Generation, ds.Status.ObservedGeneration = "1", 2, 1
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil)})
+	withOptimisticConcurrency(f, 1)
+	written := func(step string) int64 {
+		t.Helper()
+		var gens []int64
+		for _, a := range f.actions() {
+			if u, ok := a.(core.UpdateAction); ok && a.GetSubresource() == "status" {
+				gens = append(gens, u.GetObject().(*appsv1.DaemonSet).Status.ObservedGeneration)
+			}
+		}
+		if len(gens) != 1 {
+			t.Fatalf("%s: %d status writes, want 1", step, len(gens))
+		}
+		return gens[0]
+	}
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync 1: %v", err)
+	}
+	if got := written("sync 1"); got != 2 {
+		t.Fatalf("sync 1 wrote observedGeneration %d, want 2", got)
+	}
+	// The create is not observed yet (expectations outstanding) and the
+	// DaemonSet cache still holds observedGeneration 1. A new node changes
+	// the status, so it is written again.
+	n := newNode("n2", nil)
+	if err := f.client.Tracker().Add(n); err != nil {
+		t.Fatal(err)
+	}
+	f.addToCache(n)
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync 2: %v", err)
+	}
+	if got := written("sync 2"); got != 2 {
+		t.Errorf("sync 2 wrote observedGeneration %d, want 2 (it went backwards)", got)
+	}
+}
+
+func TestMergeStatusKeepsNewerObservedGeneration(t *testing.T) {
+	got := mergeStatus(appsv1.DaemonSetStatus{ObservedGeneration: 3}, appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 5})
+	if got.ObservedGeneration != 3 || got.DesiredNumberScheduled != 5 {
+		t.Errorf("mergeStatus = observedGeneration %d, desired %d; want 3, 5", got.ObservedGeneration, got.DesiredNumberScheduled)
+	}
+}

@@ -26,6 +26,7 @@ var (
 	MetricRollout         = Metric{Key: "rollout", Label: "rollout, end to end", Unit: "s", BenchUnit: "s/rollout"}
 	MetricNodeRolloutP99  = Metric{Key: "node-rollout-p99", Label: "per-node rollout p99", Unit: "s", BenchUnit: "s/node-rollout-p99"}
 	MetricNodeJoinP99     = Metric{Key: "node-join-p99", Label: "node join p99", Unit: "s", BenchUnit: "s/node-join-p99"}
+	MetricPodGCWaitMax    = Metric{Key: "pod-gc-wait-max", Label: "pod GC wait on deleted nodes, max (cluster's share)", Unit: "s"}
 	MetricViolations      = Metric{Key: "violations", Label: "unexpected violations", BenchUnit: "violations"}
 	MetricPeakUnavailable = Metric{Key: "peak-unavailable", Label: "peak unavailable pods"}
 	MetricRequests        = Metric{Key: "requests", Label: "API requests", BenchUnit: "requests"}
@@ -68,6 +69,8 @@ func metricRank(key string) int {
 		return 3
 	case key == MetricNodeJoinP99.Key:
 		return 4
+	case key == MetricPodGCWaitMax.Key:
+		return 5
 	case key == MetricViolations.Key:
 		return 5
 	case key == MetricPeakUnavailable.Key:
@@ -132,6 +135,13 @@ func RunMetrics(run *Run) []MetricValue {
 	}
 	if len(run.NodeJoins) > 0 {
 		add(MetricNodeJoinP99, Percentile(nodeJoinSeconds(run), 0.99))
+	}
+	if len(run.PodGCWaits) > 0 {
+		longest := 0.0
+		for _, w := range run.PodGCWaits {
+			longest = max(longest, w.Seconds)
+		}
+		add(MetricPodGCWaitMax, longest)
 	}
 	add(MetricViolations, float64(unexpectedViolations(run)))
 	if len(run.Availability) > 0 {

@@ -102,9 +102,13 @@ type Run struct {
 	Outcome    string    `json:"outcome"`
 	Error      string    `json:"error,omitempty"`
 
-	Steps        []Step         `json:"steps"`
-	Rollouts     []Rollout      `json:"rollouts,omitempty"`
-	NodeJoins    []NodeLatency  `json:"nodeJoins,omitempty"`
+	Steps     []Step        `json:"steps"`
+	Rollouts  []Rollout     `json:"rollouts,omitempty"`
+	NodeJoins []NodeLatency `json:"nodeJoins,omitempty"`
+	// PodGCWaits: per deleted node, seconds from its deletion until the pod
+	// garbage collector had removed the bound pods left on it. The cluster's
+	// share of a convergence that waits for them, not the controller's.
+	PodGCWaits   []NodeLatency  `json:"podGCWaits,omitempty"`
 	Violations   []Violation    `json:"violations,omitempty"`
 	Availability []Availability `json:"availability,omitempty"`
 	// APIRequests counts the requests the controller under test sent, by
@@ -311,6 +315,9 @@ func Validate(r *Report) error {
 		}
 		for _, n := range run.NodeJoins {
 			checkSeconds("node join "+n.Node, n.Seconds)
+		}
+		for _, n := range run.PodGCWaits {
+			checkSeconds("pod GC wait "+n.Node, n.Seconds)
 		}
 		for _, v := range run.Violations {
 			checkSeconds("violation "+v.Kind, v.Seconds)

@@ -35,7 +35,12 @@ const (
 	// first seen targeting the node, or its creationTimestamp if earlier).
 	PodOnIneligibleNode Kind = "PodOnIneligibleNode"
 	// PodOnDeletedNode: a non-terminating pod of the DaemonSet targets a node
-	// absent from the view (deleted, or never seen).
+	// absent from the view, and removing it is the controller's job: the pod
+	// is not bound (only pinned by node affinity, which upstream's manage
+	// deletes), or it was created more than Config.CacheLag after the node
+	// was seen deleted, or the node was never seen. A bound pod that was on
+	// the node before it was deleted is the pod garbage collector's to remove
+	// (upstream leaves it there); its wait is a PodGCWait, never a violation.
 	PodOnDeletedNode Kind = "PodOnDeletedNode"
 	// MissingPod: an existing node where the pod must run holds no active pod
 	// of the DaemonSet (none, or only terminating or Failed ones).
@@ -91,6 +96,10 @@ type Config struct {
 	// excused, since the controller acts on a cache that may lag. A sensible
 	// MissingPod grace is the pod-creation latency the run tolerates.
 	Grace map[Kind]time.Duration
+	// CacheLag bounds how far the controller's cache may trail the oracle's
+	// view: a pod created later than this after its node was seen deleted
+	// was created for a node the controller should have known was gone.
+	CacheLag time.Duration
 	// LimitLag is how long a percentage maxUnavailable that shrank (must-run
 	// nodes left) still allows its old value: the controller decides on a
 	// cache that may not show the departure yet.
@@ -117,6 +126,7 @@ type Checker struct {
 	byUID map[types.UID]*dsState
 
 	open     map[episodeKey]*Violation
+	atOnce   map[episodeKey]bool // open episodes that no grace excuses
 	reported []Violation
 	orphanEp map[string]episodeKey // pod key -> its open OrphanPod episode
 
@@ -125,6 +135,29 @@ type Checker struct {
 	rollouts []*rolloutState
 	joins    []*NodeJoin
 	joinOpen map[[2]string]*NodeJoin // (ds, node) -> join not yet Ready
+	gcWaits  []*PodGCWait
+	gcOpen   map[[2]string]*PodGCWait // (ds, node) -> wait whose pods are not gone yet
+}
+
+// PodGCWait is how long pods of a DaemonSet stayed bound to a deleted node.
+// Removing them is the pod garbage collector's job (kube-controller-manager's
+// podgc waits about 40 s before it deletes them), so this is the cluster's
+// share of a convergence that waits for them, not the controller's.
+type PodGCWait struct {
+	DaemonSet, Node string
+	// NodeDeleted is when the node was seen deleted; PodsGone when the last
+	// of those pods was deleted or began terminating (zero while they stay).
+	NodeDeleted, PodsGone time.Time
+}
+
+// PodGCWaits returns the waits, in the order they began; open ones have a
+// zero PodsGone.
+func (c *Checker) PodGCWaits() []PodGCWait {
+	out := make([]PodGCWait, 0, len(c.gcWaits))
+	for _, w := range c.gcWaits {
+		out = append(out, *w)
+	}
+	return out
 }
 
 type dsState struct {
@@ -171,12 +204,14 @@ type episodeKey struct {
 func NewChecker(cfg Config) *Checker {
 	return &Checker{
 		cfg:      cfg,
-		w:        NewWorld(),
+		w:        newWorld(cfg.CacheLag),
 		ds:       map[string]*dsState{},
 		byUID:    map[types.UID]*dsState{},
 		open:     map[episodeKey]*Violation{},
+		atOnce:   map[episodeKey]bool{},
 		orphanEp: map[string]episodeKey{},
 		joinOpen: map[[2]string]*NodeJoin{},
+		gcOpen:   map[[2]string]*PodGCWait{},
 	}
 }
 
@@ -228,11 +263,12 @@ func (c *Checker) Finish(t time.Time) []Violation {
 	c.Advance(t)
 	for k, v := range c.open {
 		v.End, v.Unresolved = c.now, true
-		if v.End.Sub(v.Start) >= c.grace(k.kind) {
+		if c.lasted(k, v, v.End) {
 			c.reported = append(c.reported, *v)
 		}
 		delete(c.open, k)
 	}
+	clear(c.atOnce)
 	clear(c.orphanEp)
 	return c.Violations()
 }
@@ -243,7 +279,7 @@ func (c *Checker) Finish(t time.Time) []Violation {
 func (c *Checker) Violations() []Violation {
 	out := slices.Clone(c.reported)
 	for k, v := range c.open {
-		if c.now.Sub(v.Start) >= c.grace(k.kind) {
+		if c.lasted(k, v, c.now) {
 			out = append(out, *v)
 		}
 	}
@@ -297,6 +333,12 @@ func (c *Checker) goneConverged(key string) bool {
 }
 
 func (c *Checker) grace(k Kind) time.Duration { return c.cfg.Grace[k] }
+
+// lasted says whether episode v, running until t, is a violation: it lasted
+// its kind's grace, or it is a wrong action that no grace excuses.
+func (c *Checker) lasted(k episodeKey, v *Violation, t time.Time) bool {
+	return c.atOnce[k] || t.Sub(v.Start) >= c.grace(k.kind)
+}
 
 // onDS handles a DaemonSet event: a new template starts a rollout, and every
 // node is re-evaluated.
@@ -484,12 +526,22 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 			x.Detail = why
 		}
 	})
+	late, unbound, forGC := 0, 0, 0
+	if !v.exists {
+		late, unbound, forGC = c.w.splitOnMissingNode(pods, name)
+	}
 	k.kind = PodOnDeletedNode
-	c.episode(k, !v.exists && nonTerminating > 0, t, func(x *Violation) {
+	c.episode(k, late+unbound > 0, t, func(x *Violation) {
 		if x.Detail == "" {
-			x.Detail = fmt.Sprintf("%d pods on a node absent from the view", nonTerminating)
+			x.Detail = fmt.Sprintf("a node absent from the view holds %d pods created after it was deleted and %d unbound pods pinned to it", late, unbound)
 		}
 	})
+	if late > 0 {
+		// A pod made for a node already gone is a wrong action, not a slow
+		// one: no grace excuses it.
+		c.atOnce[k] = true
+	}
+	c.trackPodGCWait(s.key, name, forGC, t)
 	k.kind = MissingPod
 	c.episode(k, v.exists && v.mustRun && v.active == 0, t, func(x *Violation) {
 		if x.Detail == "" && v.terminating+v.terminal > 0 {
@@ -512,6 +564,22 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 	if !v.exists && v.active+v.terminal+v.terminating == 0 {
 		s.account(tr, -1)
 		delete(s.nodes, name)
+	}
+}
+
+// trackPodGCWait opens a PodGCWait when pods for the pod GC appear on a
+// deleted node and closes it when none is left.
+func (c *Checker) trackPodGCWait(ds, node string, forGC int, t time.Time) {
+	key := [2]string{ds, node}
+	w := c.gcOpen[key]
+	switch {
+	case forGC > 0 && w == nil:
+		w = &PodGCWait{DaemonSet: ds, Node: node, NodeDeleted: c.w.goneNodes[node]}
+		c.gcWaits = append(c.gcWaits, w)
+		c.gcOpen[key] = w
+	case forGC == 0 && w != nil:
+		w.PodsGone = t
+		delete(c.gcOpen, key)
 	}
 }
 
@@ -622,9 +690,10 @@ func (c *Checker) closeEpisode(k episodeKey, t time.Time) {
 	v := c.open[k]
 	delete(c.open, k)
 	v.End = t
-	if v.End.Sub(v.Start) >= c.grace(k.kind) {
+	if c.lasted(k, v, t) {
 		c.reported = append(c.reported, *v)
 	}
+	delete(c.atOnce, k)
 }
 
 // refreshOrphans re-checks every orphan, after a DaemonSet changed.

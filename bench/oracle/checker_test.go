@@ -2,6 +2,7 @@ package oracle_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -147,14 +148,39 @@ func TestCheckerViolations(t *testing.T) {
 			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnIneligibleNode, Node: "n1", Start: at(5), End: at(8), Unresolved: true}},
 		},
 		{
-			name: "leaves a pod on a deleted node",
+			// Upstream leaves bound pods of a deleted node to the pod GC.
+			name: "leaves a bound pod on a deleted node to the pod GC",
 			events: func(tl *timeline) {
 				tl.add(0, node("n1")).add(0, node("n2")).add(0, ds)
 				tl.add(1, pod(ds, "a", "n1", ready(at(1)))).add(1, pod(ds, "b", "n2", ready(at(1))))
 				tl.del(4, node("n2"))
 			},
 			finish: 20,
+		},
+		{
+			name: "leaves an unbound pod pinned to a deleted node",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, node("n2")).add(0, ds)
+				tl.add(1, pod(ds, "a", "n1", ready(at(1)))).add(1, pod(ds, "b", "n2", pinned))
+				tl.del(4, node("n2"))
+			},
+			grace:  map[oracle.Kind]time.Duration{oracle.PodOnDeletedNode: 5 * sec},
+			finish: 20,
 			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnDeletedNode, Node: "n2", Start: at(4), End: at(20), Unresolved: true}},
+		},
+		{
+			// A stale node list: however briefly the pod lives, it was made
+			// for a node already gone, and no grace excuses that.
+			name: "creates a pod for a node already deleted",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, node("n2")).add(0, ds)
+				tl.add(1, pod(ds, "a", "n1", ready(at(1)))).add(1, pod(ds, "b0", "n2", ready(at(1))))
+				tl.del(4, node("n2")).del(5, pod(ds, "b0", "n2", ready(at(1)))).add(7, pod(ds, "b", "n2", podCreated(at(7))))
+				tl.mod(7.5, pod(ds, "b", "n2", podCreated(at(7)), terminating))
+			},
+			grace:  map[oracle.Kind]time.Duration{oracle.PodOnDeletedNode: 30 * sec},
+			finish: 20,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnDeletedNode, Node: "n2", Start: at(7), End: at(7.5)}},
 		},
 		{
 			name: "pod on a deleted node cleaned up within grace",
@@ -401,5 +427,37 @@ func TestOverunavailableLimitLag(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPodGCWait: bound pods left on a deleted node are the pod GC's share.
+// They are no violation, but convergence waits for them and the wait is
+// measured from the node's deletion to the last pod gone.
+func TestPodGCWait(t *testing.T) {
+	ds := daemonSet("d")
+	var tl timeline
+	tl.add(0, node("n1")).add(0, node("n2")).add(0, ds)
+	tl.add(1, pod(ds, "a", "n1", ready(at(1)))).add(1, pod(ds, "b", "n2", ready(at(1))))
+	tl.del(4, node("n2"))
+	// The initial creation takes 1 s.
+	c := feed(t, oracle.Config{Grace: map[oracle.Kind]time.Duration{oracle.MissingPod: 2 * time.Second}}, tl)
+	if ok, _ := c.Converged(dsKey); ok {
+		t.Error("converged while a pod still waits for the pod GC on deleted node n2")
+	}
+	if v := c.Verdict(dsKey); !slices.Equal(v.AwaitingPodGC, []string{"n2"}) || len(v.OnDeletedNodes) != 0 {
+		t.Errorf("verdict: AwaitingPodGC %v, OnDeletedNodes %v; want [n2], []", v.AwaitingPodGC, v.OnDeletedNodes)
+	}
+	if err := c.Apply(oracle.Event{Time: at(45), Kind: oracle.Deleted, Object: pod(ds, "b", "n2", ready(at(1)))}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, since := c.Converged(dsKey); !ok || !since.Equal(at(45)) {
+		t.Errorf("converged %v since %v, want true since the pod GC's delete at 45 s", ok, since)
+	}
+	want := []oracle.PodGCWait{{DaemonSet: dsKey, Node: "n2", NodeDeleted: at(4), PodsGone: at(45)}}
+	if diff := cmp.Diff(want, c.PodGCWaits()); diff != "" {
+		t.Errorf("pod GC waits (-want +got):\n%s", diff)
+	}
+	if vs := c.Finish(at(50)); len(vs) != 0 {
+		t.Errorf("violations %+v, want none", vs)
 	}
 }

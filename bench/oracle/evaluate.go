@@ -54,7 +54,8 @@ type Verdict struct {
 	Outdated                 []string // nodes with an active pod of an old revision (not for OnDelete)
 	Duplicates               []string // nodes with more active pods than allowed (see DuplicatePods)
 	Ineligible               []string // existing nodes where the pod may not run, holding one
-	OnDeletedNodes           []string // nodes absent from the view, holding a pod
+	OnDeletedNodes           []string // nodes absent from the view, holding a pod the controller must delete (see PodOnDeletedNode)
+	AwaitingPodGC            []string // nodes absent from the view, holding only pods left to the pod garbage collector
 	Failed                   []string // nodes holding a Failed or Succeeded pod not yet deleted
 	Unplaced                 []string // pods without a target node
 	Terminating              []string // pods being deleted (informational)
@@ -98,7 +99,17 @@ func Evaluate(w *World, key string, now time.Time) Verdict {
 		if ne, ok := w.nodes[name]; ok {
 			node = ne.node
 		}
-		nv := evalNode(e, node, w.podsOn(uid, name), now)
+		pods := w.podsOn(uid, name)
+		nv := evalNode(e, node, pods, now)
+		if node == nil && nv.active+nv.terminal > 0 {
+			// Which list depends on whose job the pods are.
+			if late, unbound, _ := w.splitOnMissingNode(pods, name); late+unbound > 0 {
+				v.OnDeletedNodes = append(v.OnDeletedNodes, name)
+			} else {
+				v.AwaitingPodGC = append(v.AwaitingPodGC, name)
+			}
+			continue
+		}
 		if nv.mustRun {
 			v.MustRun++
 			if !nv.available {
@@ -123,7 +134,7 @@ func Evaluate(w *World, key string, now time.Time) Verdict {
 	v.Orphans = w.orphansOf(e)
 	v.MaxSurge, v.MaxUnavailable = e.limits(v.MustRun)
 	v.Converged = len(v.Missing)+len(v.NotAvailable)+len(v.Outdated)+len(v.Duplicates)+
-		len(v.Ineligible)+len(v.OnDeletedNodes)+len(v.Failed)+len(v.Unplaced) == 0
+		len(v.Ineligible)+len(v.OnDeletedNodes)+len(v.AwaitingPodGC)+len(v.Failed)+len(v.Unplaced) == 0
 	return v
 }
 
@@ -356,6 +367,7 @@ func (v Verdict) Problems(max int) string {
 	add(v.Duplicates, "with duplicate pods")
 	add(v.Ineligible, "ineligible but holding a pod")
 	add(v.OnDeletedNodes, "deleted but holding a pod")
+	add(v.AwaitingPodGC, "deleted, pods left to the pod garbage collector")
 	add(v.Failed, "holding a Failed or Succeeded pod")
 	if len(v.Unplaced) > 0 {
 		parts = append(parts, listed(v.Unplaced, "pod", "without a target node", max))

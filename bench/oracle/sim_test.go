@@ -19,20 +19,23 @@ import (
 type bugs struct {
 	doubleCreate         bool // creates two pods where one is missing
 	ignoreTaints         bool // decides eligibility as if nodes had no taints
-	keepOnDeletedNodes   bool // never removes pods of deleted nodes
+	staleNodeList        bool // never sees nodes leave: recreates pods the pod GC removed from deleted nodes
 	ignoreMaxUnavailable bool // replaces every old pod at once
 	skipNewNodes         bool // never creates on nodes added after the start
 }
 
-// sim is a fake controller plus a fake kubelet, ticking once a second. The
-// kubelet makes pods Ready 2 s after creation and finishes deletions after
-// 1 s. The controller decides eligibility with oracle.Eligibility (tested on
+// sim is a fake controller plus a fake kubelet and pod GC, ticking once a
+// second. The kubelet makes pods Ready 2 s after creation and finishes
+// deletions after 1 s; the pod GC deletes pods of nodes gone for 5 s. As
+// upstream, the controller leaves bound pods of deleted nodes to the pod GC. The controller decides eligibility with oracle.Eligibility (tested on
 // its own above), so these runs test the Checker's detection, not the rules.
 type sim struct {
 	t     *testing.T
 	c     *oracle.Checker
 	now   float64
 	nodes map[string]*corev1.Node
+	gone  map[string]float64 // deleted node -> when
+	stale map[string]*corev1.Node
 	known map[string]bool
 	ds    *appsv1.DaemonSet
 	pods  map[string]*simPod
@@ -50,6 +53,7 @@ type simPod struct {
 
 func newSim(t *testing.T, b bugs, grace map[oracle.Kind]time.Duration) *sim {
 	return &sim{t: t, c: oracle.NewChecker(oracle.Config{Grace: grace}), nodes: map[string]*corev1.Node{},
+		gone: map[string]float64{}, stale: map[string]*corev1.Node{},
 		known: map[string]bool{}, pods: map[string]*simPod{}, bugs: b}
 }
 
@@ -71,12 +75,15 @@ func (s *sim) setNode(n *corev1.Node) {
 		s.known[n.Name] = true
 	}
 	s.nodes[n.Name] = n
+	s.stale[n.Name] = n
+	delete(s.gone, n.Name)
 	s.emit(kind, n)
 }
 
 func (s *sim) deleteNode(name string) {
 	n := s.nodes[name]
 	delete(s.nodes, name)
+	s.gone[name] = s.now
 	s.emit(oracle.Deleted, n)
 }
 
@@ -93,6 +100,7 @@ func (s *sim) runUntil(end float64) {
 	for s.now < end {
 		s.now++
 		s.kubelet()
+		s.podGC()
 		s.controller()
 	}
 }
@@ -120,6 +128,14 @@ func (s *sim) kubelet() {
 	}
 }
 
+func (s *sim) podGC() {
+	for _, p := range s.sorted() {
+		if at, ok := s.gone[p.pod.Spec.NodeName]; ok && p.goneAt == 0 && s.now >= at+5 {
+			s.remove(p)
+		}
+	}
+}
+
 func (s *sim) create(node string) {
 	s.seq++
 	p := &simPod{pod: pod(s.ds, fmt.Sprintf("p%d", s.seq), node), seq: s.seq, readyAt: s.now + 2}
@@ -136,24 +152,22 @@ func (s *sim) remove(p *simPod) {
 
 func (s *sim) controller() {
 	hash := oracle.CurrentHash(s.ds)
+	nodes := s.nodes
+	if s.bugs.staleNodeList {
+		nodes = s.stale
+	}
 	live := map[string][]*simPod{}
 	for _, p := range s.sorted() {
-		if p.goneAt != 0 {
-			continue
-		}
-		if s.nodes[p.pod.Spec.NodeName] == nil {
-			if !s.bugs.keepOnDeletedNodes {
-				s.remove(p)
-			}
-			continue
+		if p.goneAt != 0 || nodes[p.pod.Spec.NodeName] == nil {
+			continue // bound pods of deleted nodes are the pod GC's
 		}
 		live[p.pod.Spec.NodeName] = append(live[p.pod.Spec.NodeName], p)
 	}
 	var must []string
 	var old []*simPod
 	unavailable := 0
-	for _, name := range slices.Sorted(mapKeys(s.nodes)) {
-		n := s.nodes[name]
+	for _, name := range slices.Sorted(mapKeys(nodes)) {
+		n := nodes[name]
 		if s.bugs.ignoreTaints {
 			n = n.DeepCopy()
 			n.Spec.Taints = nil
@@ -283,9 +297,16 @@ func TestSimulatedControllers(t *testing.T) {
 			rolloutEnd: 39,
 		},
 		{
-			name:       "leaves pods on deleted nodes",
-			bugs:       bugs{keepOnDeletedNodes: true},
-			want:       []kindNode{{oracle.PodOnDeletedNode, "n2", 40, 10, true}},
+			name: "creates pods for deleted nodes",
+			bugs: bugs{staleNodeList: true},
+			// The pod GC removes n2's pod at 45; each tick the controller
+			// makes another for n2 and the pod GC removes it: every one is
+			// a violation, however short.
+			want: []kindNode{
+				{oracle.PodOnDeletedNode, "n2", 45, 1, false}, {oracle.PodOnDeletedNode, "n2", 46, 1, false},
+				{oracle.PodOnDeletedNode, "n2", 47, 1, false}, {oracle.PodOnDeletedNode, "n2", 48, 1, false},
+				{oracle.PodOnDeletedNode, "n2", 49, 1, false}, {oracle.PodOnDeletedNode, "n2", 50, 0, true},
+			},
 			rolloutEnd: 36,
 		},
 		{

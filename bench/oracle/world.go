@@ -53,6 +53,11 @@ type World struct {
 	// goneDS remembers the UID of deleted DaemonSets so that their leftover
 	// pods can still be found.
 	goneDS map[string]types.UID
+	// goneNodes is when each deleted node was seen deleted, until a node of
+	// the same name appears again.
+	goneNodes map[string]time.Time
+	// cacheLag is Config.CacheLag (see PodOnDeletedNode).
+	cacheLag time.Duration
 	// owned indexes pods by controller UID, then by target node ("" for pods
 	// without one), then by namespace/name.
 	owned   map[types.UID]map[string]map[string]*podEntry
@@ -83,14 +88,18 @@ type dsEntry struct {
 }
 
 // NewWorld returns an empty view.
-func NewWorld() *World {
+func NewWorld() *World { return newWorld(0) }
+
+func newWorld(cacheLag time.Duration) *World {
 	return &World{
-		nodes:   map[string]*nodeEntry{},
-		pods:    map[string]*podEntry{},
-		dss:     map[string]*dsEntry{},
-		goneDS:  map[string]types.UID{},
-		owned:   map[types.UID]map[string]map[string]*podEntry{},
-		orphans: map[string]*podEntry{},
+		cacheLag:  cacheLag,
+		nodes:     map[string]*nodeEntry{},
+		pods:      map[string]*podEntry{},
+		dss:       map[string]*dsEntry{},
+		goneDS:    map[string]types.UID{},
+		goneNodes: map[string]time.Time{},
+		owned:     map[types.UID]map[string]map[string]*podEntry{},
+		orphans:   map[string]*podEntry{},
 	}
 }
 
@@ -203,10 +212,12 @@ func (w *World) applyNode(n *corev1.Node, deleted bool, t time.Time) change {
 	switch {
 	case deleted:
 		delete(w.nodes, n.Name)
+		w.goneNodes[n.Name] = t
 	case had:
 		old.node = n
 	default:
 		w.nodes[n.Name] = &nodeEntry{node: n, addedAt: t}
+		delete(w.goneNodes, n.Name)
 		c.nodeNew = true
 	}
 	return c
@@ -367,4 +378,32 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// splitOnMissingNode sorts the non-terminating pods on a node absent from
+// the view by whose job their removal is. The controller's: late, created
+// more than cacheLag after the node was seen deleted (or for a node never
+// seen), and unbound, only pinned by node affinity (upstream's manage deletes
+// those). The pod garbage collector's: forGC, bound and already there when
+// the node was deleted.
+func (w *World) splitOnMissingNode(pods map[string]*podEntry, name string) (late, unbound, forGC int) {
+	goneAt, seen := w.goneNodes[name]
+	for _, p := range pods {
+		if p.pod.DeletionTimestamp != nil {
+			continue
+		}
+		created := p.pod.CreationTimestamp.Time
+		if created.IsZero() || p.placedAt.Before(created) {
+			created = p.placedAt
+		}
+		switch {
+		case !seen || created.After(goneAt.Add(w.cacheLag)):
+			late++
+		case p.pod.Spec.NodeName == "":
+			unbound++
+		default:
+			forGC++
+		}
+	}
+	return late, unbound, forGC
 }

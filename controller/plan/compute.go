@@ -30,7 +30,8 @@ const (
 	// NodeNotEligibleReason: the node no longer admits the pod (affinity,
 	// nodeName, or an untolerated NoExecute taint).
 	NodeNotEligibleReason = "NodeNotEligible"
-	// NodeNotFoundReason: the pod is bound or pinned to a node that does not exist.
+	// NodeNotFoundReason: the pod is pinned to a node that does not exist
+	// and was never bound (bound pods of deleted nodes are the pod GC's).
 	NodeNotFoundReason = "NodeNotFound"
 	// RollingUpdateReason: an old pod replaced by the rolling update.
 	RollingUpdateReason = "RollingUpdate"
@@ -242,16 +243,19 @@ func (p *planner) delete(st *nodeState, pod *corev1.Pod, reason string) {
 }
 
 // manage is upstream's manage/podsShouldBeOnNode for every node, plus the
-// deletion of pods whose node does not exist.
+// deletion of unbound pods pinned to nodes that do not exist.
 func (p *planner) manage() {
 	surge := allowsSurge(p.ds)
 	for _, st := range p.order {
 		switch {
 		case !st.exists:
-			// Upstream deletes only unbound pods here and leaves bound ones to
-			// pod GC, which is slow; a pod on a deleted node is gone either way.
+			// As upstream: only pods never bound (pinned by affinity, which no
+			// scheduler can now satisfy) are ours to delete. Bound pods are
+			// left to the pod garbage collector, which confirms with the API
+			// server that the node is gone: our cache may be older than a
+			// node that was re-created, or than one a kubelet re-registered.
 			for _, pod := range st.pods {
-				if !isTerminating(pod) {
+				if !isTerminating(pod) && pod.Spec.NodeName == "" {
 					p.delete(st, pod, NodeNotFoundReason)
 				}
 			}
