@@ -359,3 +359,9 @@ func dsKey(ds *appsv1.DaemonSet) string {
 	k, _ := cache.MetaNamespaceKeyFunc(ds)
 	return k
 }
+
+// targetNodeName is plan.TargetNodeName, "" for no target.
+func targetNodeName(p *corev1.Pod) string {
+	n, _ := plan.TargetNodeName(p)
+	return n
+}

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"github.com/dsbench/dsbench/controller/plan"
+
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -201,7 +203,7 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 		c.enqueue(ds)
 		// Availability is reached minReadySeconds after readiness, and no
 		// event marks that moment; +1s absorbs clock skew as upstream.
-		if !podReady(old) && podReady(cur) && ds.Spec.MinReadySeconds > 0 {
+		if !plan.IsPodReady(old) && plan.IsPodReady(cur) && ds.Spec.MinReadySeconds > 0 {
 			c.enqueueAfter(ds, time.Duration(ds.Spec.MinReadySeconds)*time.Second+time.Second)
 		}
 		return
@@ -225,13 +227,4 @@ func (c *Controller) deletePod(obj any) {
 	c.logger.V(4).Info("Pod deleted", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
 	c.expectations.DeletionObserved(ds.Namespace+"/"+ds.Name, podKey(pod))
 	c.enqueue(ds)
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

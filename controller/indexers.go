@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"github.com/dsbench/dsbench/controller/plan"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -35,31 +37,10 @@ func podIndexers() cache.Indexers {
 			if !ok {
 				return nil, nil
 			}
-			if n := targetNodeName(pod); n != "" {
+			if n, ok := plan.TargetNodeName(pod); ok {
 				return []string{n}, nil
 			}
 			return nil, nil
 		},
 	}
-}
-
-// targetNodeName is spec.nodeName, or for a pod not yet bound the node it is
-// pinned to by a required matchFields metadata.name In [node] term (how
-// daemon pods are created in scheduler bind mode).
-func targetNodeName(pod *corev1.Pod) string {
-	if pod.Spec.NodeName != "" {
-		return pod.Spec.NodeName
-	}
-	a := pod.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
-	}
-	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		for _, f := range term.MatchFields {
-			if f.Key == metav1.ObjectNameField && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
-				return f.Values[0]
-			}
-		}
-	}
-	return ""
 }

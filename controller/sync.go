@@ -61,8 +61,8 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 	if ds.DeletionTimestamp != nil {
 		return nil
 	}
-	if ds.Spec.Selector == nil || (len(ds.Spec.Selector.MatchLabels) == 0 && len(ds.Spec.Selector.MatchExpressions) == 0) {
-		c.recorder.Event(ds, corev1.EventTypeWarning, plan.SelectingAllReason, "This DaemonSet is selecting all pods. A non-empty selector is required.")
+	if plan.SelectsAll(ds.Spec.Selector) {
+		c.recorder.Event(ds, corev1.EventTypeWarning, plan.SelectingAllReason, plan.SelectingAllMessage)
 		return nil
 	}
 	selector, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)

@@ -17,6 +17,8 @@ import (
 const (
 	// SelectingAllReason: the selector is empty; nothing else is done.
 	SelectingAllReason = "SelectingAll"
+	// SelectingAllMessage is upstream's message for SelectingAllReason.
+	SelectingAllMessage = "This daemon set is selecting all pods. A non-empty selector is required."
 	// FailedDaemonPodReason: a pod failed and is deleted (event and deletion reason).
 	FailedDaemonPodReason = "FailedDaemonPod"
 	// SucceededDaemonPodReason: a pod exited and is deleted (event and deletion reason).
@@ -111,11 +113,11 @@ type planner struct {
 func Compute(in Input) Plan {
 	ds := in.DaemonSet
 	out := Plan{Status: *ds.Status.DeepCopy()}
-	if selectsAll(ds.Spec.Selector) {
+	if SelectsAll(ds.Spec.Selector) {
 		// Upstream stops here, before status; so do we.
 		out.Backoff = in.Backoff.gc(in.Now, ds.Generation, func(string) bool { return true })
 		out.Events = []Event{{Type: corev1.EventTypeWarning, Reason: SelectingAllReason,
-			Message: "This daemon set is selecting all pods. A non-empty selector is required."}}
+			Message: SelectingAllMessage}}
 		return out
 	}
 	if ds.DeletionTimestamp != nil {
@@ -148,10 +150,10 @@ func Compute(in Input) Plan {
 	return out
 }
 
-// selectsAll reports an empty selector. Validation forbids it and a nil one;
+// SelectsAll reports an empty selector. Validation forbids it and a nil one;
 // upstream warns only for the empty one, we treat nil the same (it is just as
 // unusable).
-func selectsAll(s *metav1.LabelSelector) bool {
+func SelectsAll(s *metav1.LabelSelector) bool {
 	return s == nil || (len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0)
 }
 
@@ -183,7 +185,7 @@ func newPlanner(in Input) *planner {
 			// Kubelet or pod GC finishes these; nothing left for us to do.
 			continue
 		}
-		name, ok := targetNodeName(pod)
+		name, ok := TargetNodeName(pod)
 		if !ok {
 			continue // as upstream: a pod with no node target is not ours to place
 		}
@@ -334,7 +336,7 @@ func (p *planner) manageRunning(st *nodeState, surge bool) {
 	if oldestNew == nil || oldestOld == nil {
 		return
 	}
-	if !isPodReady(oldestOld) {
+	if !IsPodReady(oldestOld) {
 		p.delete(st, oldestOld, SurgeReplacedReason)
 		return
 	}
@@ -365,7 +367,7 @@ func (p *planner) status(s *appsv1.DaemonSetStatus) {
 		}
 		current++
 		pod := st.pods[0]
-		if isPodReady(pod) {
+		if IsPodReady(pod) {
 			ready++
 			if ok, _ := availableIn(pod, p.ds.Spec.MinReadySeconds, p.in.Now); ok {
 				available++

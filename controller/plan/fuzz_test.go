@@ -182,7 +182,7 @@ func checkInvariants(t *testing.T, in Input, p Plan) {
 		if isTerminating(pod) {
 			t.Errorf("pod %s is already terminating but deleted again", d.Name)
 		}
-		if target, _ := targetNodeName(pod); target != d.Node || d.UID != pod.UID {
+		if target, _ := TargetNodeName(pod); target != d.Node || d.UID != pod.UID {
 			t.Errorf("deletion %+v does not describe pod on %s", d, target)
 		}
 	}
@@ -211,7 +211,7 @@ func checkInvariants(t *testing.T, in Input, p Plan) {
 		return view[n]
 	}
 	for _, pod := range in.Pods {
-		target, ok := targetNodeName(pod)
+		target, ok := TargetNodeName(pod)
 		if !ok || isTerminating(pod) {
 			continue
 		}
@@ -309,7 +309,7 @@ func checkInvariants(t *testing.T, in Input, p Plan) {
 		upd := newUpdatedMatcher(ds, in.Hash)
 		servingOld := map[string]bool{}
 		for _, pod := range in.Pods {
-			target, ok := targetNodeName(pod)
+			target, ok := TargetNodeName(pod)
 			if !ok || isTerminating(pod) || upd.updated(pod) {
 				continue
 			}
@@ -389,7 +389,7 @@ func referenceManage(in Input) summary {
 		run, stay := NodeShouldRunDaemonPod(node, ds)
 		var here []*corev1.Pod
 		for _, p := range in.Pods {
-			if target, ok := targetNodeName(p); ok && target == node.Name && !(isTerminal(p) && isTerminating(p)) {
+			if target, ok := TargetNodeName(p); ok && target == node.Name && !(isTerminal(p) && isTerminating(p)) {
 				here = append(here, p)
 			}
 		}
@@ -448,7 +448,7 @@ func referenceManage(in Input) summary {
 	}
 	for _, p := range in.Pods {
 		// Only never-bound pods of missing nodes; bound ones are the pod GC's.
-		if target, ok := targetNodeName(p); ok && !existing[target] && !isTerminating(p) && p.Spec.NodeName == "" {
+		if target, ok := TargetNodeName(p); ok && !existing[target] && !isTerminating(p) && p.Spec.NodeName == "" {
 			s.Deletes = append(s.Deletes, target+"/"+p.Name+" "+NodeNotFoundReason)
 		}
 	}

@@ -118,10 +118,10 @@ func pinToNode(affinity *corev1.Affinity, nodeName string) *corev1.Affinity {
 	return affinity
 }
 
-// targetNodeName is the node a pod belongs to: spec.nodeName, or for a pod the
+// TargetNodeName is the node a pod belongs to: spec.nodeName, or for a pod the
 // scheduler has not bound yet the value of its matchFields metadata.name In
 // requirement (the first one found; more than one value means no target).
-func targetNodeName(pod *corev1.Pod) (string, bool) {
+func TargetNodeName(pod *corev1.Pod) (string, bool) {
 	if pod.Spec.NodeName != "" {
 		return pod.Spec.NodeName, true
 	}
@@ -192,7 +192,8 @@ func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
 	return nil
 }
 
-func isPodReady(pod *corev1.Pod) bool {
+// IsPodReady says whether the pod's Ready condition is True.
+func IsPodReady(pod *corev1.Pod) bool {
 	c := readyCondition(pod)
 	return c != nil && c.Status == corev1.ConditionTrue
 }

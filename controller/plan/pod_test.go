@@ -117,8 +117,8 @@ func TestNewPod(t *testing.T) {
 			if diff := cmp.Diff(before, tt.ds); diff != "" {
 				t.Errorf("DaemonSet mutated (-before +after):\n%s", diff)
 			}
-			if node, ok := targetNodeName(got); !ok || node != "node-1" {
-				t.Errorf("targetNodeName(NewPod) = %q, %v; want node-1", node, ok)
+			if node, ok := TargetNodeName(got); !ok || node != "node-1" {
+				t.Errorf("TargetNodeName(NewPod) = %q, %v; want node-1", node, ok)
 			}
 		})
 	}
@@ -157,7 +157,7 @@ func TestTargetNodeName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := targetNodeName(tt.pod)
+			got, ok := TargetNodeName(tt.pod)
 			if got != tt.want || ok != tt.wantOK {
 				t.Errorf("targetNodeName = %q, %v; want %q, %v", got, ok, tt.want, tt.wantOK)
 			}

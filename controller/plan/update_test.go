@@ -248,7 +248,7 @@ func (c *cluster) sync(hash string) Plan {
 			continue
 		}
 		// Pods created in the previous step become ready now, if healthy.
-		if !isPodReady(pod) && pod.Status.Phase == corev1.PodRunning && c.healthy(pod) {
+		if !IsPodReady(pod) && pod.Status.Phase == corev1.PodRunning && c.healthy(pod) {
 			pod = pod.DeepCopy()
 			ready(c.now)(pod)
 		}
