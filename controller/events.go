@@ -2,6 +2,9 @@ package controller
 
 // Event reasons the glue emits on a DaemonSet. The planner's own reasons
 // (SelectingAll, failed or succeeded daemon pods and the like) are in plan.
+// Reasons and messages shared with upstream are upstream's, to the letter
+// (TestEventTextsAsUpstream); HashCollision and InvalidSelector are ours,
+// where upstream only logs.
 const (
 	// SuccessfulCreateReason: a daemon pod was created.
 	SuccessfulCreateReason = "SuccessfulCreate"

@@ -111,7 +111,7 @@ func (c *Controller) createPod(ctx context.Context, ds *appsv1.DaemonSet, key, h
 			return nil // every create will fail until the namespace is gone
 		}
 		c.metrics.podErrors.WithLabelValues("create").Inc()
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, FailedCreateReason, "Error creating pod on node %s: %v", node, err)
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, FailedCreateReason, "Error creating: %v", err)
 		return fmt.Errorf("creating pod on node %s: %w", node, err)
 	}
 	c.metrics.podsCreated.WithLabelValues(createReason).Inc()
@@ -141,7 +141,7 @@ func (c *Controller) deletePodFor(ctx context.Context, ds *appsv1.DaemonSet, key
 	default:
 		c.expectations.DeletionObserved(key, d.Namespace+"/"+d.Name)
 		c.metrics.podErrors.WithLabelValues("delete").Inc()
-		c.recorder.Eventf(ds, corev1.EventTypeWarning, FailedDeleteReason, "Error deleting pod %s: %v", d.Name, err)
+		c.recorder.Eventf(ds, corev1.EventTypeWarning, FailedDeleteReason, "Error deleting: %v", err)
 		return fmt.Errorf("deleting pod %s/%s: %w", d.Namespace, d.Name, err)
 	}
 }
