@@ -19,11 +19,19 @@ import (
 // where an eligible node lacks a current one.
 const createReason = "daemon_pod_missing"
 
-// slowStartBatches splits n creates into batches of 1, 2, 4, ... (the last
-// one smaller), as upstream's slow start.
-func slowStartBatches(n int) []int {
+// DefaultMaxCreateBatch is the default cap on creates in flight at once.
+// Upstream sends at most 250 creates per sync; on a real API server, with
+// admission webhooks and an image registry behind it, a batch of thousands
+// at once (slow start reaches 2048 on 5000 nodes) is a risk. The batches go
+// on at this size within the sync, so a large cluster is not held back.
+const DefaultMaxCreateBatch = 250
+
+// slowStartBatches splits n creates into batches of 1, 2, 4, ... up to
+// maxBatch, then maxBatch each (the last one smaller), as upstream's slow
+// start.
+func slowStartBatches(n, maxBatch int) []int {
 	var out []int
-	for size := 1; n > 0; size *= 2 {
+	for size := 1; n > 0; size = min(2*size, maxBatch) {
 		b := min(size, n)
 		out = append(out, b)
 		n -= b
@@ -66,7 +74,7 @@ func (c *Controller) applyPods(ctx context.Context, ds *appsv1.DaemonSet, key, h
 	}
 
 	pos := 0
-	for _, size := range slowStartBatches(len(creates)) {
+	for _, size := range slowStartBatches(len(creates), c.maxCreateBatch) {
 		before := len(errs)
 		var wg sync.WaitGroup
 		for _, node := range creates[pos : pos+size] {

@@ -275,9 +275,18 @@ func TestSyncSlowStartAndBurstCap(t *testing.T) {
 
 func TestSlowStartBatches(t *testing.T) {
 	for n, want := range map[int][]int{0: nil, 1: {1}, 2: {1, 1}, 3: {1, 2}, 7: {1, 2, 4}, 10: {1, 2, 4, 3}} {
-		if diff := cmp.Diff(want, slowStartBatches(n)); diff != "" {
-			t.Errorf("slowStartBatches(%d) (-want +got):\n%s", n, diff)
+		if diff := cmp.Diff(want, slowStartBatches(n, 1000)); diff != "" {
+			t.Errorf("slowStartBatches(%d, 1000) (-want +got):\n%s", n, diff)
 		}
+	}
+	// 5000 nodes: at most 250 in flight, where the doubling alone reached 2048.
+	got := slowStartBatches(5000, DefaultMaxCreateBatch)
+	want := []int{1, 2, 4, 8, 16, 32, 64, 128}
+	for left := 5000 - 255; left > 0; left -= 250 {
+		want = append(want, min(250, left))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("slowStartBatches(5000, %d) (-want +got):\n%s", DefaultMaxCreateBatch, diff)
 	}
 }
 

@@ -32,6 +32,10 @@
 //	                       0: no cap (upstream's fixed 250 makes large clusters
 //	                       wait for several syncs). Creates always go in slow-start
 //	                       batches 1, 2, 4, ... and stop after a failing batch.
+//	--max-create-batch 250 cap on creates in flight at once: the slow-start
+//	                       batches double up to it, then go on at it in the
+//	                       same sync (a 5000-node DaemonSet would otherwise
+//	                       send 2048 at once to a real API server)
 //	--expectations-ttl 5m  how long unobserved creates/deletes hold a DaemonSet
 //	                       back; failed calls never do
 //

@@ -22,13 +22,14 @@ type options struct {
 	kubeconfig string
 	master     string
 
-	workers       int
-	qps           float32
-	burst         int
-	contentType   string
-	bindMode      string
-	burstReplicas int
-	syncDelay     time.Duration
+	workers        int
+	qps            float32
+	burst          int
+	contentType    string
+	bindMode       string
+	burstReplicas  int
+	maxCreateBatch int
+	syncDelay      time.Duration
 
 	leaderElect       bool
 	leaseName         string
@@ -62,6 +63,7 @@ func newOptions() *options {
 		workers:           controller.DefaultWorkers,
 		qps:               defaultQPS,
 		burst:             defaultBurst,
+		maxCreateBatch:    controller.DefaultMaxCreateBatch,
 		contentType:       defaultContentType,
 		bindMode:          string(plan.BindScheduler),
 		leaderElect:       true,
@@ -89,6 +91,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		`How daemon pods are bound: "scheduler" pins them with node affinity (matchFields metadata.name) and kube-scheduler binds them; "direct" sets spec.nodeName.`)
 	fs.IntVar(&o.burstReplicas, "burst-replicas", o.burstReplicas,
 		"Cap on the creates and on the deletes of one sync; 0: no cap (upstream's fixed 250 slows large clusters). Creates always go in slow-start batches 1, 2, 4, ... that stop at the first failing batch.")
+	fs.IntVar(&o.maxCreateBatch, "max-create-batch", o.maxCreateBatch,
+		"Cap on creates in flight at once: slow-start batches double up to this size, then go on at it within the same sync.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", o.leaderElect, "Elect a leader through a Lease before syncing, so that several replicas can run.")
 	fs.StringVar(&o.leaseName, "leader-elect-resource-name", o.leaseName, "Name of the Lease used for leader election.")
 	fs.StringVar(&o.leaseNamespace, "leader-elect-resource-namespace", o.leaseNamespace,
@@ -125,6 +129,9 @@ func (o *options) validate() error {
 	case plan.BindScheduler, plan.BindDirect:
 	default:
 		bad("bind-mode", "must be %q or %q, got %q", plan.BindScheduler, plan.BindDirect, o.bindMode)
+	}
+	if o.maxCreateBatch < 1 {
+		bad("max-create-batch", "must be at least 1, got %d", o.maxCreateBatch)
 	}
 	if o.burstReplicas < 0 {
 		bad("burst-replicas", "must be 0 (no cap) or positive, got %d", o.burstReplicas)

@@ -46,6 +46,7 @@ func run(ctx context.Context, o *options) error {
 		Client:          client,
 		Workers:         o.workers,
 		BurstReplicas:   o.burstReplicas,
+		MaxCreateBatch:  o.maxCreateBatch,
 		BindMode:        plan.BindMode(o.bindMode),
 		Logger:          logger,
 		SyncDelay:       o.syncDelay,
