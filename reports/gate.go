@@ -30,6 +30,11 @@ const DefaultTimeTolerance = 1.5
 // isWallTime says whether the metric is elapsed time (CPU seconds are not).
 func isWallTime(m Metric) bool { return m.Unit == "s" && m.Key != MetricCPU.Key }
 
+// MaxTolerance caps every tolerance, the file's and those NewBaseline
+// derives from a wide spread: a gate that lets a metric get more than twice
+// as bad catches nothing worth catching.
+const MaxTolerance = 2.0
+
 // DefaultMinSeconds is the floor under which a time does not fail the gate.
 // On the 2-core VM a step of half a second moves by a quarter of a second
 // from run to run (bench-node-churn's 50-node relabel: 0.33–0.50 s in one
@@ -104,6 +109,7 @@ func NewBaseline(r *Report, tolerance float64) *Baseline {
 			if spread := sampleSpread(e.Samples); spread > tol {
 				tol = math.Ceil(spread*100) / 100
 			}
+			tol = min(tol, MaxTolerance)
 			if tol != tolerance {
 				e.Tolerance = tol
 			}
@@ -195,7 +201,7 @@ const (
 	GateRegressed GateStatus = "regressed" // p < alpha and the median ratio is beyond tolerance: fails the gate
 	GateImproved  GateStatus = "improved"  // p < alpha and better
 	GateUntested  GateStatus = "untested"  // too few samples, or a median-only baseline: a warning
-	GateMissing   GateStatus = "missing"   // the report has no values for the entry: a warning
+	GateMissing   GateStatus = "missing"   // the report has no values for the entry: the run does not match the baseline, a failure
 	// GateUnderFloor: worse as GateRegressed, but the time is still under
 	// the baseline's MinSeconds, where noise is as large as the value: a warning.
 	GateUnderFloor GateStatus = "under-floor"
@@ -258,18 +264,45 @@ func GateWith(r *Report, b *Baseline, opt Options) GateResult {
 		for _, e := range b.Entries {
 			res.Checks = append(res.Checks, gateEntry(groups, e, tol, b.MinSeconds, opt)...)
 		}
+		compared := 0
 		for _, c := range res.Checks {
 			line := fmt.Sprintf("%s %s %s: %s", c.Controller, c.Case, c.Metric.Key, c.Detail)
 			switch c.Status {
-			case GateRegressed:
+			case GateRegressed, GateMissing:
 				res.Failures = append(res.Failures, line)
-			case GateUntested, GateMissing, GateUnderFloor:
+			case GateUntested, GateUnderFloor:
 				res.Warnings = append(res.Warnings, line)
 			}
+			if c.Tested {
+				compared++
+			}
+		}
+		res.Failures = append(res.Failures, uncovered(groups, b)...)
+		if compared == 0 {
+			res.Failures = append(res.Failures, fmt.Sprintf("the gate compared nothing: none of the baseline's %d entries could be tested against this run "+
+				"(its scenarios, node counts, controllers or repetitions do not match the baseline's); run without the gate (--no-gate, or --baseline '') to only report", len(b.Entries)))
 		}
 	}
 	res.Pass = len(res.Failures) == 0
 	return res
+}
+
+// uncovered names the cases of our controller in the report that the
+// baseline has no entry for: a run of other scenarios or another size is
+// not gated by this baseline, and must not pass as if it were.
+func uncovered(groups []Group, b *Baseline) []string {
+	var out []string
+	for _, g := range groups {
+		if g.Controller != ControllerOurs {
+			continue
+		}
+		if !slices.ContainsFunc(b.Entries, func(e BaselineEntry) bool {
+			return e.Scenario == g.Case.Scenario && (e.Nodes == 0 || e.Nodes == g.Case.Nodes) && cmp.Or(e.Controller, ControllerOurs) == g.Controller
+		}) {
+			out = append(out, fmt.Sprintf("%s %s: the baseline has no entry for this case, so nothing about it was gated (run without the gate to only report)", g.Controller, g.Case))
+		}
+	}
+	return out
 }
 
 func gateEntry(groups []Group, e BaselineEntry, tol, minSeconds float64, opt Options) []GateCheck {
@@ -282,6 +315,7 @@ func gateEntry(groups []Group, e BaselineEntry, tol, minSeconds float64, opt Opt
 	if e.Tolerance >= 1 {
 		tol = e.Tolerance
 	}
+	tol = min(tol, MaxTolerance)
 	controller := cmp.Or(e.Controller, ControllerOurs)
 	var matched []*Group
 	for i := range groups {
@@ -306,7 +340,7 @@ func gateEntry(groups []Group, e BaselineEntry, tol, minSeconds float64, opt Opt
 		m.HigherIsBetter = e.HigherIsBetter
 		// The floor looks at the controller's own time, also for a ratio.
 		own := seriesValues(g, e.Metric)
-		underFloor := m.Unit == "s" && minSeconds > 0 && len(own) > 0 && Median(own) < minSeconds
+		underFloor := isWallTime(m) && minSeconds > 0 && len(own) > 0 && Median(own) < minSeconds
 		var cur []float64
 		if e.RelativeTo == "" {
 			cur = own

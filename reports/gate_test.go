@@ -75,15 +75,18 @@ func TestGate(t *testing.T) {
 		{name: "slower within tolerance passes", report: newReport(scaled(base, 1.2), nil), baseline: baseline, pass: true, status: GatePass},
 		{name: "faster is improved", report: newReport(scaled(base, 0.5), nil), baseline: baseline, pass: true, status: GateImproved},
 		{
+			// Nothing could be tested: the gate compared nothing and fails.
 			name: "too small n says so", report: newReport(scaled(base[:3], 2), nil), baseline: NewBaseline(newReport(base[:3], nil), 1.25),
-			pass: true, status: GateUntested, warnsWith: "no test possible: need n >= 4 per side (have 3 and 3)",
+			status: GateUntested, warnsWith: "no test possible: need n >= 4 per side (have 3 and 3)",
+			failures: []string{"the gate compared nothing"},
 		},
 		{
 			name: "median-only baseline is untested", report: newReport(scaled(base, 2), nil),
 			baseline: &Baseline{SchemaVersion: BaselineSchemaVersion, Tolerance: 1.25, Entries: []BaselineEntry{
 				{Scenario: "s", Controller: ControllerOurs, Metric: "converge", Median: ptr(10.0)},
 			}},
-			pass: true, status: GateUntested, warnsWith: "baseline has a median only: no test possible",
+			status: GateUntested, warnsWith: "baseline has a median only: no test possible",
+			failures: []string{"the gate compared nothing"},
 		},
 		{
 			name: "higher-is-better drop fails", report: withExtra(newReport(base, nil), 50), baseline: &Baseline{
@@ -178,17 +181,29 @@ func TestGateRelativeToUpstream(t *testing.T) {
 	if len(g.Failures) == 0 || !strings.Contains(g.Failures[0], "converge ÷ upstream: median 0.500 → 1.00 (×2.000") {
 		t.Errorf("failures = %q", g.Failures)
 	}
+	// The flagship baseline is relative to upstream, and `dsbench run`
+	// measures ours alone by default: that run compared nothing.
 	g = Gate(newReport(base, nil), baseline)
-	if !g.Pass || !slices.ContainsFunc(g.Warnings, func(w string) bool { return strings.Contains(w, "--controller both") }) {
-		t.Errorf("a report without upstream against a relative baseline: pass=%v warnings=%q, want a pass that says to measure upstream", g.Pass, g.Warnings)
+	if g.Pass || !slices.ContainsFunc(g.Failures, func(w string) bool { return strings.Contains(w, "--controller both") }) ||
+		!slices.ContainsFunc(g.Failures, func(w string) bool { return strings.Contains(w, "the gate compared nothing") }) {
+		t.Errorf("a report without upstream against a relative baseline: pass=%v failures=%q, want a failure that says to measure upstream and that nothing was compared", g.Pass, g.Failures)
 	}
 }
 
+// A run of other scenarios than the baseline's (dsbench run node-churn
+// against the default suite's baseline) must not pass as gated: the
+// baseline's scenario is missing, the run's is not covered, and nothing was
+// compared; each is a failure.
 func TestGateMissingScenario(t *testing.T) {
 	b := &Baseline{SchemaVersion: BaselineSchemaVersion, Entries: []BaselineEntry{{Scenario: "gone", Controller: ControllerOurs, Metric: "converge", Samples: []float64{1, 2, 3, 4}}}}
 	g := Gate(newReport([]float64{1, 2, 3, 4}, nil), b)
-	if !g.Pass || len(g.Checks) != 1 || g.Checks[0].Status != GateMissing {
-		t.Errorf("got pass=%v checks=%+v, want a passing gate with one missing check", g.Pass, g.Checks)
+	if g.Pass || len(g.Checks) != 1 || g.Checks[0].Status != GateMissing {
+		t.Errorf("got pass=%v checks=%+v, want a failing gate with one missing check", g.Pass, g.Checks)
+	}
+	for _, want := range []string{"scenario not in this report", "the baseline has no entry for this case", "the gate compared nothing"} {
+		if !slices.ContainsFunc(g.Failures, func(f string) bool { return strings.Contains(f, want) }) {
+			t.Errorf("no failure says %q: %q", want, g.Failures)
+		}
 	}
 	if g.Checks[0].Case.String() != "gone (nodes=any)" {
 		t.Errorf("case = %q", g.Checks[0].Case)
@@ -252,6 +267,36 @@ func withViolation(r *Report, controller string, expected bool) *Report {
 func withGap(r *Report) *Report {
 	r.Runs[0].Coverage.WatchGaps = []WatchGap{{Resource: "pods", Start: r.Runs[0].Start, Seconds: 4, Reason: "watch expired"}}
 	return r
+}
+
+// The floor is for wall-clock times only: CPU seconds under 1 s are
+// measured exactly (rusage), and a controller that burns 1.8x the CPU fails.
+func TestGateTimeFloorSparesNoCPU(t *testing.T) {
+	base := scaled([]float64{10.0, 10.4, 9.8, 10.1, 10.6, 9.9, 10.2, 10.3}, 0.05) // CPU about 0.05 s
+	g := Gate(newReport(scaled(base, 1.8), nil), NewBaseline(newReport(base, nil), 1.25))
+	for _, c := range g.Checks {
+		if c.Metric.Key == MetricCPU.Key && c.Status != GateRegressed {
+			t.Errorf("cpu 1.8x worse under 1 s: status %q, want %q\n%s", c.Status, GateRegressed, g.Markdown())
+		}
+	}
+}
+
+// A tolerance written in the baseline file is capped at MaxTolerance.
+func TestGateToleranceCap(t *testing.T) {
+	base := []float64{10.0, 10.4, 9.8, 10.1, 10.6, 9.9, 10.2, 10.3}
+	b := NewBaseline(newReport(base, nil), 1.25)
+	for i := range b.Entries {
+		b.Entries[i].Tolerance = 6.6
+	}
+	g := Gate(newReport(scaled(base, 2.5), nil), b)
+	if g.Pass {
+		t.Errorf("2.5x slower passed a baseline that declares x6.6:\n%s", g.Markdown())
+	}
+	for _, c := range g.Checks {
+		if c.Tolerance != MaxTolerance {
+			t.Errorf("%s: tolerance %v, want the cap %v", c.Metric.Key, c.Tolerance, MaxTolerance)
+		}
+	}
 }
 
 func TestGateTimeFloor(t *testing.T) {
@@ -341,8 +386,8 @@ func TestBaselineTolerances(t *testing.T) {
 		{"tight", tight, DefaultTimeTolerance, 0},
 		{"noisy", noisy, 1.8, 1.8},
 		// A zero time has no spread; a zero CPU is "not measured", so
-		// the CPU samples are 0.1, 0.2, 0.3: spread 3.
-		{"a zero sample", []float64{0, 1, 2, 3}, DefaultTimeTolerance, 3},
+		// the CPU samples are 0.1, 0.2, 0.3: spread 3, capped at MaxTolerance.
+		{"a zero sample", []float64{0, 1, 2, 3}, DefaultTimeTolerance, MaxTolerance},
 	} {
 		conv, cpu := tolerances(NewBaseline(newReport(tt.samples, nil), 1.25))
 		if conv != tt.wantConv || cpu != tt.wantCPU {

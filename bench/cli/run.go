@@ -38,7 +38,10 @@ type runFlags struct {
 	noGate      bool
 }
 
-func (f *runFlags) register(fs *pflag.FlagSet, env Env, defaultControllers string) {
+// register adds the flags of run and bench; defaultBaseline is the baseline
+// gated against by default ("" for run: an ad-hoc run of any scenario, size
+// or controller would not match the default suite's baseline).
+func (f *runFlags) register(fs *pflag.FlagSet, env Env, defaultControllers, defaultBaseline string) {
 	f.cluster.register(fs, env)
 	fs.StringVar(&f.cluster.kubeconfig, "kubeconfig", "", "run against this cluster instead of a local KWOK cluster (nodes are not reset, stages not changed)")
 	fs.StringVar(&f.controllers, "controller", defaultControllers, "controllers to measure: ours, upstream, or both (interleaved)")
@@ -52,7 +55,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, env Env, defaultControllers strin
 	fs.StringVar(&f.ctrlBinary, "controller-binary", "", "our controller's binary (default: CACHE/daemonset-controller)")
 	fs.DurationVar(&f.syncDelay, "sync-delay", 0, "make our controller sleep this long in every sync (to prove the gate catches a slow controller)")
 	fs.BoolVar(&f.interleave, "interleave", true, "alternate controllers per repetition (A B A B), so that drift hits both")
-	fs.StringVar(&f.baseline, "baseline", filepath.Join("bench", "baseline.json"), "baseline for the regression gate ('' to skip)")
+	fs.StringVar(&f.baseline, "baseline", defaultBaseline, "baseline for the regression gate ('': no gate, only the invariants); the run must match it (scenarios, nodes, controllers)")
 	fs.BoolVar(&f.noGate, "no-gate", false, "report, but always exit 0 unless the run itself broke")
 }
 
@@ -149,7 +152,7 @@ func runLibrary(ctx context.Context, env Env, args []string) error {
 func runRun(ctx context.Context, env Env, args []string) error {
 	fs := newFlagSet("run", env)
 	var f runFlags
-	f.register(fs, env, "ours")
+	f.register(fs, env, "ours", "")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ var SmokeSuite = []string{"bench-rollout"}
 func runBench(ctx context.Context, env Env, args []string) error {
 	fs := newFlagSet("bench", env)
 	var f runFlags
-	f.register(fs, env, "both")
+	f.register(fs, env, "both", filepath.Join("bench", "baseline.json"))
 	var (
 		suite         string
 		writeBaseline string
