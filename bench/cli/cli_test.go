@@ -5,11 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
 
+	"github.com/dsbench/dsbench/bench"
 	"github.com/dsbench/dsbench/reports"
 )
 
@@ -154,5 +156,19 @@ func TestReportWritesBaselineFromSavedRun(t *testing.T) {
 	env, _, _ = testEnv()
 	if err := Main(t.Context(), env, []string{"report", "--write-baseline", path, "--tolerance", "0.9", dir}); !errors.Is(err, ErrUsage) {
 		t.Errorf("--tolerance 0.9: got %v, want a usage error", err)
+	}
+}
+
+// The pairs alternate which controller goes first, so that what one run
+// leaves behind for the next does not always favour the same side.
+func TestRunOrderAlternatesWithinPairs(t *testing.T) {
+	ours, up := bench.Controller("ours"), bench.Controller("upstream")
+	got := runOrder([]bench.Controller{ours, up}, 4, true)
+	want := []runSlot{{ours, 0}, {up, 0}, {up, 1}, {ours, 1}, {ours, 2}, {up, 2}, {up, 3}, {ours, 3}}
+	if !slices.Equal(got, want) {
+		t.Errorf("runOrder = %v, want %v", got, want)
+	}
+	if got := runOrder([]bench.Controller{ours, up}, 2, false); !slices.Equal(got, []runSlot{{ours, 0}, {ours, 1}, {up, 0}, {up, 1}}) {
+		t.Errorf("not interleaved: %v", got)
 	}
 }

@@ -54,7 +54,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, env Env, defaultControllers, defa
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the KWOK cluster up afterwards")
 	fs.StringVar(&f.ctrlBinary, "controller-binary", "", "our controller's binary (default: CACHE/daemonset-controller)")
 	fs.DurationVar(&f.syncDelay, "sync-delay", 0, "make our controller sleep this long in every sync (to prove the gate catches a slow controller)")
-	fs.BoolVar(&f.interleave, "interleave", true, "alternate controllers per repetition (A B A B), so that drift hits both")
+	fs.BoolVar(&f.interleave, "interleave", true, "alternate controllers per repetition, each going first every other time (A B, B A, ...), so that drift hits both")
 	fs.StringVar(&f.baseline, "baseline", defaultBaseline, "baseline for the regression gate ('': no gate, only the invariants); the run must match it (scenarios, nodes, controllers)")
 	fs.BoolVar(&f.noGate, "no-gate", false, "report, but always exit 0 unless the run itself broke")
 }
@@ -326,13 +326,19 @@ type runSlot struct {
 	rep   int
 }
 
-// runOrder interleaves controllers per repetition (A B A B ...) or runs each
-// controller's repetitions together.
+// runOrder interleaves controllers per repetition, alternating which goes
+// first (A B, B A, A B, ...: whatever the cluster carries over from one run
+// to the next, such as a warm cache or a backlog, falls on each side
+// equally), or runs each controller's repetitions together.
 func runOrder(which []bench.Controller, reps int, interleave bool) []runSlot {
 	var out []runSlot
 	if interleave {
 		for r := range reps {
-			for _, w := range which {
+			for i := range which {
+				w := which[i]
+				if r%2 == 1 {
+					w = which[len(which)-1-i]
+				}
 				out = append(out, runSlot{w, r})
 			}
 		}
