@@ -800,6 +800,8 @@ func scenarioKind(k oracle.Kind) scenarios.ViolationKind {
 		return scenarios.MissingPod
 	case oracle.Overunavailable:
 		return scenarios.MaxUnavailableExceeded
+	case oracle.Oversurge:
+		return scenarios.MaxSurgeExceeded
 	}
 	return scenarios.ViolationKind(k)
 }

@@ -60,6 +60,12 @@ const (
 	// live DaemonSet's selector matches (in its namespace) and that nobody
 	// adopted. Reported against the first such DaemonSet by key.
 	OrphanPod Kind = "OrphanPod"
+	// Oversurge: during a rolling update with maxSurge, more must-run nodes
+	// run a new pod that is not yet available beside an available old pod
+	// than maxSurge allows (resolved against the must-run nodes, rounded up,
+	// as upstream's SurgeCount). A node whose old pod is unavailable may get
+	// its replacement beyond the limit, as upstream.
+	Oversurge Kind = "Oversurge"
 )
 
 // Violation is one episode of a broken invariant.
@@ -165,7 +171,7 @@ type dsState struct {
 	e     *dsEntry
 	nodes map[string]*nodeTrack
 	// Aggregates over nodes, kept incrementally.
-	mustRun, notOK, disrupted int
+	mustRun, notOK, disrupted, surging int
 	// lastDisrupted is disrupted at the previous settle; excusedDisrupted,
 	// when not 0, the level of disruption excused because the limit shrank
 	// under it (see Overunavailable).
@@ -190,9 +196,13 @@ type nodeTrack struct {
 	view nodeView
 	ok   bool
 	// lostAt is when the node last stopped being must-run (or appeared not
-	// must-run): pods placed later are not excused.
-	lostAt       time.Time
-	wasAvailable bool // rollout attribution, see Overunavailable
+	// must-run); lostFromMustRun says it was must-run just before (in this
+	// incarnation, or the previous one of its name), so that a controller's
+	// lagging cache may still have shown it must-run for CacheLag.
+	lostAt          time.Time
+	lostFromMustRun bool
+	everMustRun     bool
+	wasAvailable    bool // rollout attribution, see Overunavailable
 }
 
 type episodeKey struct {
@@ -489,6 +499,10 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 	s.account(tr, -1)
 	if v.exists && !v.mustRun && !(tr.view.exists && !tr.view.mustRun) {
 		tr.lostAt = t
+		tr.lostFromMustRun = tr.view.exists && tr.view.mustRun || !tr.view.exists && tr.everMustRun
+	}
+	if v.exists && v.mustRun {
+		tr.everMustRun = true
 	}
 	tr.view, tr.ok = v, v.ok(s.e)
 	if s.rollout != nil && v.available {
@@ -510,14 +524,16 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 		}
 	})
 	inelig, why := false, ""
-	if v.exists && nonTerminating > 0 {
-		switch {
-		case !v.mayRun:
+	if v.exists && nonTerminating > 0 && !v.mustRun {
+		// A pod placed where the controller could not have thought the
+		// node must-run is a wrong action, whatever it does later.
+		if p := c.misplaced(pods, tr, node); p != "" {
+			inelig, why = true, fmt.Sprintf("pod %s placed on a node that was not must-run (%s)", p, v.reason)
+			c.atOnce[episodeKey{ds: s.key, node: name, kind: PodOnIneligibleNode}] = true
+		} else if !v.mayRun {
+			// Placed in time, but the node no longer admits it: deleting
+			// it is the controller's latency, within the grace.
 			inelig, why = true, v.reason
-		case !v.mustRun:
-			if p := c.unexcused(pods, tr.lostAt); p != "" {
-				inelig, why = true, fmt.Sprintf("pod %s placed after the node stopped being must-run (%s)", p, v.reason)
-			}
 		}
 	}
 	k.kind = PodOnIneligibleNode
@@ -583,19 +599,41 @@ func (c *Checker) trackPodGCWait(ds, node string, forGC int, t time.Time) {
 	}
 }
 
-// unexcused returns a non-terminating pod placed more than the grace after
-// lostAt, or "".
-func (c *Checker) unexcused(pods map[string]*podEntry, lostAt time.Time) string {
-	limit := lostAt.Add(c.grace(PodOnIneligibleNode))
+// misplaced returns a non-terminating pod that was placed on a node not
+// must-run for the DaemonSet when the controller could have known it, or "".
+// If the node was must-run until lostAt, a pod placed up to CacheLag later
+// is excused (the controller's cache may not have shown the change yet);
+// one placed before lostAt may stay (upstream's shouldContinueRunning). If
+// the node never was must-run in this incarnation (a joining node still
+// not-ready, a node tainted from the start), any pod created since the node
+// was is misplaced: no cache ever showed it must-run. Placement times are
+// the earlier of the pod's first sighting and its creationTimestamp, whose
+// whole seconds can only make them earlier: a doubt excuses.
+func (c *Checker) misplaced(pods map[string]*podEntry, tr *nodeTrack, node *corev1.Node) string {
 	for _, p := range sortedValues(pods) {
 		if p.pod.DeletionTimestamp != nil {
 			continue
 		}
-		placed := p.placedAt
-		if ct := p.pod.CreationTimestamp.Time; !ct.IsZero() && ct.Before(placed) {
-			placed = ct
+		if tr.lostFromMustRun {
+			placed := p.placedAt
+			if ct := p.pod.CreationTimestamp.Time; !ct.IsZero() && ct.Before(placed) {
+				placed = ct
+			}
+			if placed.After(tr.lostAt.Add(c.cfg.CacheLag)) {
+				return p.key
+			}
+			continue
 		}
-		if placed.After(limit) {
+		created, nodeCreated := p.pod.CreationTimestamp.Time, node.CreationTimestamp.Time
+		if created.IsZero() || nodeCreated.IsZero() {
+			// No timestamps (tests, or a client that strips them): fall
+			// back to the oracle's own sightings.
+			if p.placedAt.After(tr.lostAt.Add(c.cfg.CacheLag)) {
+				return p.key
+			}
+			continue
+		}
+		if !created.Before(nodeCreated) {
 			return p.key
 		}
 	}
@@ -610,6 +648,9 @@ func (s *dsState) account(tr *nodeTrack, sign int) {
 		if !v.available && tr.wasAvailable {
 			s.disrupted += sign
 		}
+		if v.surging() {
+			s.surging += sign
+		}
 	}
 	if !tr.ok && (v.exists || v.active+v.terminal+v.terminating > 0) {
 		s.notOK += sign
@@ -623,6 +664,15 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 		s.convergedSince = t
 	}
 	s.converged = conv
+	maxSurge, _ := s.e.limits(s.mustRun)
+	c.episode(episodeKey{ds: s.key, kind: Oversurge}, s.surging > maxSurge, t, func(x *Violation) {
+		if s.surging > x.Peak {
+			x.Peak, x.Allowed = s.surging, maxSurge
+		}
+		if x.Detail == "" {
+			x.Detail = fmt.Sprintf("%d of %d must-run nodes surging, maxSurge %d", s.surging, s.mustRun, maxSurge)
+		}
+	})
 	r := s.rollout
 	if r == nil {
 		return

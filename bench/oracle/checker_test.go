@@ -32,11 +32,12 @@ func TestCheckerViolations(t *testing.T) {
 	supd := daemonSet("d", maxSurge(intstr.FromInt32(1)), maxUnavailable(intstr.FromInt32(0)), image("pause:2", 2))
 
 	tests := []struct {
-		name   string
-		grace  map[oracle.Kind]time.Duration
-		events func(tl *timeline)
-		finish float64
-		want   []oracle.Violation
+		name     string
+		grace    map[oracle.Kind]time.Duration
+		cacheLag time.Duration
+		events   func(tl *timeline)
+		finish   float64
+		want     []oracle.Violation
 	}{
 		{
 			name: "correct: create, ready",
@@ -102,23 +103,62 @@ func TestCheckerViolations(t *testing.T) {
 			finish: 10,
 		},
 		{
-			name: "stale cache: created just after the taint, within grace",
+			name: "stale cache: created just after the taint, within the cache lag",
 			events: func(tl *timeline) {
 				tl.add(0, node("n1")).add(0, ds).mod(5, node("n1", withTaint("maintenance", "", NoSchedule)))
 				tl.add(5.5, pod(ds, "a", "n1"))
 			},
-			grace:  map[oracle.Kind]time.Duration{oracle.PodOnIneligibleNode: sec, oracle.MissingPod: 10 * sec},
-			finish: 10,
+			grace:    map[oracle.Kind]time.Duration{oracle.MissingPod: 10 * sec},
+			cacheLag: sec,
+			finish:   10,
 		},
 		{
-			name: "stale cache: created just after the taint, no grace",
+			// Beyond the cache lag no grace excuses it, however long.
+			name: "created after the taint, beyond the cache lag",
 			events: func(tl *timeline) {
 				tl.add(0, node("n1")).add(0, ds).mod(5, node("n1", withTaint("maintenance", "", NoSchedule)))
-				tl.add(5.5, pod(ds, "a", "n1"))
+				tl.add(6.5, pod(ds, "a", "n1")).mod(7, pod(ds, "a", "n1", terminating))
 			},
-			grace:  map[oracle.Kind]time.Duration{oracle.MissingPod: 10 * sec},
-			finish: 10,
-			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnIneligibleNode, Node: "n1", Start: at(5.5), End: at(10), Unresolved: true}},
+			grace:    map[oracle.Kind]time.Duration{oracle.MissingPod: 10 * sec, oracle.PodOnIneligibleNode: time.Minute},
+			cacheLag: sec,
+			finish:   10,
+			want:     []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnIneligibleNode, Node: "n1", Start: at(6.5), End: at(7)}},
+		},
+		{
+			// A joining node keeps not-ready:NoSchedule until the node
+			// lifecycle controller lifts it: no cache ever showed it
+			// must-run, so a pod on it is wrong at once.
+			name: "creates on a joining node before its not-ready taint is lifted",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).add(1, pod(ds, "a", "n1", ready(at(1))))
+				tl.add(5, node("n2", createdAt(at(5)), withTaint(corev1.TaintNodeNotReady, "", NoSchedule)))
+				tl.add(5.2, pod(ds, "b", "n2", podCreated(at(5))))
+				tl.mod(6, node("n2", createdAt(at(5))))
+			},
+			grace:    map[oracle.Kind]time.Duration{oracle.MissingPod: 10 * sec, oracle.PodOnIneligibleNode: time.Minute},
+			cacheLag: 2 * sec,
+			finish:   10,
+			want:     []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnIneligibleNode, Node: "n2", Start: at(5.2), End: at(6)}},
+		},
+		{
+			name: "a new DaemonSet on a node tainted from the start",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1", createdAt(at(0)), withTaint("dedicated", "db", NoSchedule))).add(3, ds)
+				tl.add(3.1, pod(ds, "a", "n1", podCreated(at(3))))
+			},
+			grace:    map[oracle.Kind]time.Duration{oracle.PodOnIneligibleNode: time.Minute},
+			cacheLag: 2 * sec,
+			finish:   10,
+			want:     []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnIneligibleNode, Node: "n1", Start: at(3.1), End: at(10), Unresolved: true}},
+		},
+		{
+			name: "a pod there before a NoSchedule taint stays",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1", createdAt(at(0)))).add(0, ds).add(1, pod(ds, "a", "n1", podCreated(at(1)), ready(at(1))))
+				tl.mod(5, node("n1", createdAt(at(0)), withTaint("maintenance", "", NoSchedule)))
+			},
+			cacheLag: 2 * sec,
+			finish:   30,
 		},
 		{
 			name: "creationTimestamp before the taint excuses a pod seen late",
@@ -302,7 +342,7 @@ func TestCheckerViolations(t *testing.T) {
 			for k, v := range tc.grace {
 				grace[k] = v
 			}
-			c := feed(t, oracle.Config{Grace: grace}, tl)
+			c := feed(t, oracle.Config{Grace: grace, CacheLag: tc.cacheLag}, tl)
 			end := tl[len(tl)-1].Time
 			if tc.finish != 0 {
 				end = at(tc.finish)
@@ -459,5 +499,66 @@ func TestPodGCWait(t *testing.T) {
 	}
 	if vs := c.Finish(at(50)); len(vs) != 0 {
 		t.Errorf("violations %+v, want none", vs)
+	}
+}
+
+// TestOversurge: with maxSurge 1 a correct controller surges one node at a
+// time; one that surges every node at once is caught at once; a replacement
+// beside an old pod that is not available is allowed beyond the limit, as
+// upstream allows it.
+func TestOversurge(t *testing.T) {
+	surge := []dsOpt{maxSurge(intstr.FromInt32(1)), maxUnavailable(intstr.FromInt32(0))}
+	ds := daemonSet("d", surge...)
+	upd := daemonSet("d", append([]dsOpt{image("pause:2", 2)}, surge...)...)
+	nodes := []string{"n1", "n2", "n3"}
+	start := func(tl *timeline) {
+		for i, n := range nodes {
+			tl.add(0, node(n)).add(1, pod(ds, fmt.Sprint("p", i), n, ready(at(1))))
+		}
+		tl.add(0, ds).mod(5, upd)
+	}
+	// replace surges node i at time at: the new pod, Ready 1 s later, then
+	// the old pod deleted.
+	replace := func(tl *timeline, i int, from float64) {
+		n, q := nodes[i], fmt.Sprint("q", i)
+		tl.add(from, pod(upd, q, n)).mod(from+1, pod(upd, q, n, ready(at(from+1))))
+		tl.mod(from+1.2, pod(ds, fmt.Sprint("p", i), n, ready(at(1)), terminating)).del(from+1.5, pod(ds, fmt.Sprint("p", i), n, terminating))
+	}
+	tests := []struct {
+		name   string
+		events func(tl *timeline)
+		want   []oracle.Violation
+	}{
+		{name: "one node at a time", events: func(tl *timeline) {
+			start(tl)
+			for i := range nodes {
+				replace(tl, i, 6+2*float64(i))
+			}
+		}},
+		{name: "every node at once", events: func(tl *timeline) {
+			start(tl)
+			for i := range nodes {
+				replace(tl, i, 6)
+			}
+		}, want: []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.Oversurge, Start: at(6), End: at(7), Peak: 3, Allowed: 1}}},
+		{name: "beside an unavailable old pod", events: func(tl *timeline) {
+			start(tl)
+			tl.mod(4, pod(ds, "p2", "n3", notReady))
+			replace(tl, 0, 6)
+			tl.add(6, pod(upd, "q2", "n3")).mod(7, pod(upd, "q2", "n3", ready(at(7)))).mod(7.2, pod(ds, "p2", "n3", notReady, terminating)).del(7.5, pod(ds, "p2", "n3", terminating))
+			replace(tl, 1, 8)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var tl timeline
+			tc.events(&tl)
+			slices.SortStableFunc(tl, func(a, b oracle.Event) int { return a.Time.Compare(b.Time) })
+			c := feed(t, oracle.Config{Grace: map[oracle.Kind]time.Duration{oracle.MissingPod: 2 * time.Second}}, tl)
+			got := c.Finish(at(20))
+			if diff := cmp.Diff(tc.want, got, ignoreDetail, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

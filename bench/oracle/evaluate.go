@@ -164,6 +164,7 @@ type nodeView struct {
 	active, current, terminating, terminal int
 	ready, available                       bool // some active pod is Ready / available
 	currentReady, currentAvailable         bool // some active current pod is Ready / available
+	oldAvailable                           bool // some active pod of an old revision is available
 	// nextAvailable is when an active Ready pod that is not available yet
 	// will become available (minReadySeconds); zero if none.
 	nextAvailable time.Time
@@ -203,8 +204,17 @@ func evalNode(e *dsEntry, node *corev1.Node, pods map[string]*podEntry, now time
 		}
 		v.available = true
 		v.currentAvailable = v.currentAvailable || cur
+		v.oldAvailable = v.oldAvailable || !cur
 	}
 	return v
+}
+
+// surging says whether the node counts against maxSurge, as upstream's
+// numSurge: a must-run node where a new pod, not yet available, runs beside
+// an available old one. (A replacement for an unavailable old pod is allowed
+// beyond maxSurge, as upstream.)
+func (v nodeView) surging() bool {
+	return v.exists && v.mustRun && v.oldAvailable && v.current > 0 && !v.currentAvailable
 }
 
 // ok says whether the node is as it should be once converged (see Verdict).
