@@ -903,6 +903,7 @@ func (s *runState) collect(ctx context.Context) {
 			continue
 		}
 		s.run.NodeJoins = append(s.run.NodeJoins, reports.NodeLatency{Node: j.Node, Seconds: j.Latency().Seconds()})
+		s.run.NodeEligible = append(s.run.NodeEligible, reports.NodeLatency{Node: j.Node, Seconds: j.ClusterShare().Seconds()})
 	}
 	keys := make([]string, 0, len(s.timeline))
 	for k := range s.timeline {

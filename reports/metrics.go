@@ -26,6 +26,7 @@ var (
 	MetricRollout         = Metric{Key: "rollout", Label: "rollout, end to end", Unit: "s", BenchUnit: "s/rollout"}
 	MetricNodeRolloutP99  = Metric{Key: "node-rollout-p99", Label: "per-node rollout p99", Unit: "s", BenchUnit: "s/node-rollout-p99"}
 	MetricNodeJoinP99     = Metric{Key: "node-join-p99", Label: "node join p99", Unit: "s", BenchUnit: "s/node-join-p99"}
+	MetricNodeEligibleP99 = Metric{Key: "node-eligible-p99", Label: "node added to eligible p99 (cluster's share)", Unit: "s"}
 	MetricPodGCWaitMax    = Metric{Key: "pod-gc-wait-max", Label: "pod GC wait on deleted nodes, max (cluster's share)", Unit: "s"}
 	MetricViolations      = Metric{Key: "violations", Label: "unexpected violations", BenchUnit: "violations"}
 	MetricPeakUnavailable = Metric{Key: "peak-unavailable", Label: "peak unavailable pods"}
@@ -69,7 +70,7 @@ func metricRank(key string) int {
 		return 3
 	case key == MetricNodeJoinP99.Key:
 		return 4
-	case key == MetricPodGCWaitMax.Key:
+	case key == MetricPodGCWaitMax.Key, key == MetricNodeEligibleP99.Key:
 		return 5
 	case key == MetricViolations.Key:
 		return 5
@@ -135,6 +136,13 @@ func RunMetrics(run *Run) []MetricValue {
 	}
 	if len(run.NodeJoins) > 0 {
 		add(MetricNodeJoinP99, Percentile(nodeJoinSeconds(run), 0.99))
+	}
+	if len(run.NodeEligible) > 0 {
+		xs := make([]float64, 0, len(run.NodeEligible))
+		for _, n := range run.NodeEligible {
+			xs = append(xs, n.Seconds)
+		}
+		add(MetricNodeEligibleP99, Percentile(xs, 0.99))
 	}
 	if len(run.PodGCWaits) > 0 {
 		longest := 0.0

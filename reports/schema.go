@@ -105,6 +105,10 @@ type Run struct {
 	Steps     []Step        `json:"steps"`
 	Rollouts  []Rollout     `json:"rollouts,omitempty"`
 	NodeJoins []NodeLatency `json:"nodeJoins,omitempty"`
+	// NodeEligible: per joined node, seconds from its Added event to its
+	// becoming eligible (Ready, not-ready taint lifted): the cluster's share
+	// of a join, which NodeJoins leaves out.
+	NodeEligible []NodeLatency `json:"nodeEligible,omitempty"`
 	// PodGCWaits: per deleted node, seconds from its deletion until the pod
 	// garbage collector had removed the bound pods left on it. The cluster's
 	// share of a convergence that waits for them, not the controller's.
@@ -315,6 +319,9 @@ func Validate(r *Report) error {
 		}
 		for _, n := range run.NodeJoins {
 			checkSeconds("node join "+n.Node, n.Seconds)
+		}
+		for _, n := range run.NodeEligible {
+			checkSeconds("node eligible "+n.Node, n.Seconds)
 		}
 		for _, n := range run.PodGCWaits {
 			checkSeconds("pod GC wait "+n.Node, n.Seconds)

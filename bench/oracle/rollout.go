@@ -156,12 +156,24 @@ type NodeJoin struct {
 	MustRun, PodCreated, PodReady time.Time
 }
 
-// Latency is PodReady-NodeAdded, zero until the pod is Ready.
+// Latency is PodReady-MustRun, the controller's share of a join: from the
+// moment the node became eligible to the pod Ready. Zero until the pod is
+// Ready.
 func (j NodeJoin) Latency() time.Duration {
 	if j.PodReady.IsZero() {
 		return 0
 	}
-	return j.PodReady.Sub(j.NodeAdded)
+	return j.PodReady.Sub(j.MustRun)
+}
+
+// ClusterShare is MustRun-NodeAdded: how long the cluster took to make the
+// node eligible (kwok marking it Ready, the node lifecycle controller lifting
+// the not-ready taint). Zero until it became eligible.
+func (j NodeJoin) ClusterShare() time.Duration {
+	if j.MustRun.IsZero() {
+		return 0
+	}
+	return j.MustRun.Sub(j.NodeAdded)
 }
 
 func (j *NodeJoin) observe(v nodeView, t time.Time) {

@@ -110,8 +110,13 @@ func TestCorrectScenario(t *testing.T) {
 	if diff := cmp.Diff(wantJoins, c.NodeJoins()); diff != "" {
 		t.Errorf("node joins (-want +got):\n%s", diff)
 	}
-	if got, want := c.NodeJoins()[0].Latency(), 4*time.Second; got != want {
+	// The controller's share runs from eligibility (7) to Ready (9); the
+	// cluster's from the Added event (5) to eligibility.
+	if got, want := c.NodeJoins()[0].Latency(), 2*time.Second; got != want {
 		t.Errorf("join latency = %v, want %v", got, want)
+	}
+	if got, want := c.NodeJoins()[0].ClusterShare(), 2*time.Second; got != want {
+		t.Errorf("join cluster share = %v, want %v", got, want)
 	}
 }
 
