@@ -172,3 +172,16 @@ func TestRunOrderAlternatesWithinPairs(t *testing.T) {
 		t.Errorf("not interleaved: %v", got)
 	}
 }
+
+// pflag takes a back-quoted word in a usage string as the value's name
+// ("--bin-dir make tools"): every flag's help must read as written.
+func TestHelpHasNoBackQuotedValueNames(t *testing.T) {
+	for _, cmd := range []string{"run", "bench", "cluster", "nodes"} {
+		env, out, errOut := testEnv()
+		_ = Main(t.Context(), env, []string{cmd, "--help"})
+		help := out.String() + errOut.String()
+		if strings.Contains(help, "--bin-dir make") || strings.Contains(help, "--timeout up") {
+			t.Errorf("%s --help shows a back-quoted word as a value name:\n%s", cmd, help)
+		}
+	}
+}

@@ -33,11 +33,11 @@ func (f *clusterFlags) register(fs *pflag.FlagSet, env Env) {
 	}
 	fs.StringVar(&f.name, "name", "dsbench", "cluster name (a DNS label)")
 	fs.StringVar(&f.workdir, "workdir", filepath.Join(cache, "kwok"), "folder for the clusters' files (env DSBENCH_CACHE sets its parent)")
-	fs.StringVar(&f.binDir, "bin-dir", filepath.Join(cache, "bin"), "folder with the pinned control plane (built by `make tools`)")
+	fs.StringVar(&f.binDir, "bin-dir", filepath.Join(cache, "bin"), "folder with the pinned control plane (built by make tools)")
 	fs.IntVar(&f.port, "apiserver-port", 0, "kube-apiserver port (0: a free one)")
 	fs.BoolVar(&f.upstreamDS, "upstream-daemonset-controller", false, "keep kube-controller-manager's own DaemonSet controller on, as a baseline")
 	fs.IntVar(&f.parallelism, "kwok-parallelism", kwok.DefaultKwokParallelism, "kwok controller workers per stage kind")
-	fs.DurationVar(&f.timeout, "timeout", 3*time.Minute, "how long `up` may take")
+	fs.DurationVar(&f.timeout, "timeout", 3*time.Minute, "how long bringing the cluster up may take")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print kwokctl's output")
 }
 
