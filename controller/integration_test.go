@@ -349,14 +349,7 @@ func (e *env) removeNodes(ds *appsv1.DaemonSet, names ...string) {
 	if err := kwok.DeleteNodes(e.ctx, e.client, names, 0); err != nil {
 		t.Fatal(err)
 	}
-	want := desired - int32(len(names))
-	e.waitFor(15*time.Second, fmt.Sprintf("status counts the %d deleted nodes out", len(names)), func(ctx context.Context) (bool, string, error) {
-		cur, err := e.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		return cur.Status.DesiredNumberScheduled == want, fmt.Sprintf("desiredNumberScheduled %d, want %d", cur.Status.DesiredNumberScheduled, want), nil
-	})
+	e.waitDesired(ds, desired-int32(len(names)), 15*time.Second)
 	for _, v := range victims {
 		p, err := e.client.CoreV1().Pods(v.Namespace).Get(e.ctx, v.Name, metav1.GetOptions{})
 		switch {
@@ -375,6 +368,19 @@ func (e *env) removeNodes(ds *appsv1.DaemonSet, names ...string) {
 			t.Fatalf("force-deleting pod %s as the pod GC would: %v", v.Name, err)
 		}
 	}
+}
+
+// waitDesired waits until ds's status counts want nodes where it should run:
+// the controller has seen nodes go.
+func (e *env) waitDesired(ds *appsv1.DaemonSet, want int32, timeout time.Duration) {
+	e.t.Helper()
+	e.waitFor(timeout, fmt.Sprintf("status of %s counts %d desired nodes", ds.Name, want), func(ctx context.Context) (bool, string, error) {
+		cur, err := e.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		return cur.Status.DesiredNumberScheduled == want, fmt.Sprintf("desiredNumberScheduled %d", cur.Status.DesiredNumberScheduled), nil
+	})
 }
 
 func (e *env) patchNodes(names []string, patch kwok.NodePatch) {
@@ -1216,13 +1222,7 @@ func TestIntegrationNodeLifecycle(t *testing.T) {
 		if err := kwok.DeleteNodes(e.ctx, e.client, []string{node}, 0); err != nil {
 			t.Fatal(err)
 		}
-		e.waitFor(10*time.Second, "status counts the deleted node out", func(ctx context.Context) (bool, string, error) {
-			cur, err := e.client.AppsV1().DaemonSets(ns).Get(ctx, ds.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, "", err
-			}
-			return cur.Status.DesiredNumberScheduled == desired-1, fmt.Sprintf("desiredNumberScheduled %d", cur.Status.DesiredNumberScheduled), nil
-		})
+		e.waitDesired(ds, desired-1, 10*time.Second)
 		e.addNodes(kwok.NodePool{Prefix: pool.Prefix, Count: 1})
 		if d := time.Since(start); d > 10*time.Second {
 			t.Fatalf("node re-created after %v, want within 10 s", d)
