@@ -131,10 +131,14 @@ type Checker struct {
 	ds    map[string]*dsState
 	byUID map[types.UID]*dsState
 
-	open     map[episodeKey]*Violation
-	atOnce   map[episodeKey]bool // open episodes that no grace excuses
-	reported []Violation
-	orphanEp map[string]episodeKey // pod key -> its open OrphanPod episode
+	open   map[episodeKey]*Violation
+	atOnce map[episodeKey]bool // open episodes that no grace excuses
+	// misplacedRV is, for an open PodOnIneligibleNode episode of a node that
+	// never was must-run, the lowest first resourceVersion of its misplaced
+	// pods: see withdrawReordered.
+	misplacedRV map[episodeKey]uint64
+	reported    []Violation
+	orphanEp    map[string]episodeKey // pod key -> its open OrphanPod episode
 
 	wakes    wakeHeap
 	barriers []*barrierState
@@ -213,15 +217,16 @@ type episodeKey struct {
 // NewChecker returns a Checker with an empty World.
 func NewChecker(cfg Config) *Checker {
 	return &Checker{
-		cfg:      cfg,
-		w:        newWorld(cfg.CacheLag),
-		ds:       map[string]*dsState{},
-		byUID:    map[types.UID]*dsState{},
-		open:     map[episodeKey]*Violation{},
-		atOnce:   map[episodeKey]bool{},
-		orphanEp: map[string]episodeKey{},
-		joinOpen: map[[2]string]*NodeJoin{},
-		gcOpen:   map[[2]string]*PodGCWait{},
+		cfg:         cfg,
+		w:           newWorld(cfg.CacheLag),
+		ds:          map[string]*dsState{},
+		byUID:       map[types.UID]*dsState{},
+		open:        map[episodeKey]*Violation{},
+		atOnce:      map[episodeKey]bool{},
+		misplacedRV: map[episodeKey]uint64{},
+		orphanEp:    map[string]episodeKey{},
+		joinOpen:    map[[2]string]*NodeJoin{},
+		gcOpen:      map[[2]string]*PodGCWait{},
 	}
 }
 
@@ -497,6 +502,9 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 		s.nodes[name] = tr
 	}
 	s.account(tr, -1)
+	if v.exists && v.mustRun && !tr.view.mustRun {
+		c.withdrawReordered(episodeKey{ds: s.key, node: name, kind: PodOnIneligibleNode}, node)
+	}
 	if v.exists && !v.mustRun && !(tr.view.exists && !tr.view.mustRun) {
 		tr.lostAt = t
 		tr.lostFromMustRun = tr.view.exists && tr.view.mustRun || !tr.view.exists && tr.everMustRun
@@ -527,9 +535,13 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 	if v.exists && nonTerminating > 0 && !v.mustRun {
 		// A pod placed where the controller could not have thought the
 		// node must-run is a wrong action, whatever it does later.
-		if p := c.misplaced(pods, tr, node); p != "" {
+		if p, rv := c.misplaced(pods, tr, node); p != "" {
 			inelig, why = true, fmt.Sprintf("pod %s placed on a node that was not must-run (%s)", p, v.reason)
-			c.atOnce[episodeKey{ds: s.key, node: name, kind: PodOnIneligibleNode}] = true
+			ek := episodeKey{ds: s.key, node: name, kind: PodOnIneligibleNode}
+			c.atOnce[ek] = true
+			if old, ok := c.misplacedRV[ek]; rv != 0 && (!ok || rv < old) {
+				c.misplacedRV[ek] = rv
+			}
 		} else if !v.mayRun {
 			// Placed in time, but the node no longer admits it: deleting
 			// it is the controller's latency, within the grace.
@@ -599,6 +611,23 @@ func (c *Checker) trackPodGCWait(ds, node string, forGC int, t time.Time) {
 	}
 }
 
+// withdrawReordered drops the open episode k, unreported, when the node
+// update that made the node must-run was written before its misplaced pods
+// (a lower resourceVersion): the pod and node watches are separate streams,
+// so the oracle may see a pod the controller created after lifting the
+// node's taint before it sees the lift.
+func (c *Checker) withdrawReordered(k episodeKey, node *corev1.Node) {
+	podRV, ok := c.misplacedRV[k]
+	if !ok {
+		return
+	}
+	delete(c.misplacedRV, k)
+	if nodeRV := resourceVersion(node); c.open[k] != nil && nodeRV != 0 && nodeRV < podRV {
+		delete(c.open, k)
+		delete(c.atOnce, k)
+	}
+}
+
 // misplaced returns a non-terminating pod that was placed on a node not
 // must-run for the DaemonSet when the controller could have known it, or "".
 // If the node was must-run until lostAt, a pod placed up to CacheLag later
@@ -609,7 +638,7 @@ func (c *Checker) trackPodGCWait(ds, node string, forGC int, t time.Time) {
 // was is misplaced: no cache ever showed it must-run. Placement times are
 // the earlier of the pod's first sighting and its creationTimestamp, whose
 // whole seconds can only make them earlier: a doubt excuses.
-func (c *Checker) misplaced(pods map[string]*podEntry, tr *nodeTrack, node *corev1.Node) string {
+func (c *Checker) misplaced(pods map[string]*podEntry, tr *nodeTrack, node *corev1.Node) (key string, firstRV uint64) {
 	for _, p := range sortedValues(pods) {
 		if p.pod.DeletionTimestamp != nil {
 			continue
@@ -620,7 +649,7 @@ func (c *Checker) misplaced(pods map[string]*podEntry, tr *nodeTrack, node *core
 				placed = ct
 			}
 			if placed.After(tr.lostAt.Add(c.cfg.CacheLag)) {
-				return p.key
+				return p.key, 0
 			}
 			continue
 		}
@@ -629,15 +658,15 @@ func (c *Checker) misplaced(pods map[string]*podEntry, tr *nodeTrack, node *core
 			// No timestamps (tests, or a client that strips them): fall
 			// back to the oracle's own sightings.
 			if p.placedAt.After(tr.lostAt.Add(c.cfg.CacheLag)) {
-				return p.key
+				return p.key, 0
 			}
 			continue
 		}
 		if !created.Before(nodeCreated) {
-			return p.key
+			return p.key, p.firstRV
 		}
 	}
-	return ""
+	return "", 0
 }
 
 // account adds (sign +1) or removes (-1) a node's share of the aggregates.
@@ -744,6 +773,7 @@ func (c *Checker) closeEpisode(k episodeKey, t time.Time) {
 		c.reported = append(c.reported, *v)
 	}
 	delete(c.atOnce, k)
+	delete(c.misplacedRV, k)
 }
 
 // refreshOrphans re-checks every orphan, after a DaemonSet changed.

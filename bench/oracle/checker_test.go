@@ -2,6 +2,7 @@ package oracle_test
 
 import (
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"slices"
 	"testing"
 	"time"
@@ -558,6 +559,39 @@ func TestOversurge(t *testing.T) {
 			got := c.Finish(at(20))
 			if diff := cmp.Diff(tc.want, got, ignoreDetail, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPodSeenBeforeTheNodeUpdateItFollowed: the pod and node watches are
+// separate streams. A pod created after the not-ready taint was lifted may
+// reach the oracle before the lift (seen at 1000 nodes: 7 ms); the
+// resourceVersions, which one etcd orders, tell it apart from a pod created
+// before the lift, which is a violation.
+func TestPodSeenBeforeTheNodeUpdateItFollowed(t *testing.T) {
+	ds := daemonSet("d")
+	rv := func(o metav1.Object, v string) { o.SetResourceVersion(v) }
+	tainted := node("n1", createdAt(at(0)), withTaint(corev1.TaintNodeNotReady, "", corev1.TaintEffectNoSchedule))
+	rv(tainted, "10")
+	lifted := node("n1", createdAt(at(0)))
+	rv(lifted, "20")
+	for _, tc := range []struct {
+		name  string
+		podRV string
+		want  int
+	}{
+		{"created after the lift, seen before it", "21", 0},
+		{"created before the lift", "15", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pod(ds, "a", "n1", podCreated(at(5)))
+			rv(p, tc.podRV)
+			var tl timeline
+			tl.add(0, tainted).add(0, ds).add(5, p).mod(5.007, lifted)
+			c := feed(t, oracle.Config{CacheLag: 2 * time.Second, Grace: map[oracle.Kind]time.Duration{oracle.MissingPod: 10 * time.Second}}, tl)
+			if got := c.Finish(at(10)); len(got) != tc.want {
+				t.Errorf("violations %+v, want %d", got, tc.want)
 			}
 		})
 	}

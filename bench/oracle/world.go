@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -79,6 +80,9 @@ type podEntry struct {
 	// readySince is when the pod became Ready as far as the oracle can tell,
 	// zero while it is not Ready.
 	readySince time.Time
+	// firstRV is the resourceVersion the pod had when first seen (its
+	// creation's, when the Added event was seen); 0 if not a number.
+	firstRV uint64
 }
 
 type dsEntry struct {
@@ -253,11 +257,14 @@ func (w *World) applyPod(p *corev1.Pod, deleted bool, t time.Time) change {
 		e.owner = ref.UID
 	}
 	firstSeen := old == nil || old.pod.UID != p.UID
-	if !firstSeen {
+	if firstSeen {
+		e.firstRV = resourceVersion(p)
+	} else {
 		if old.node == e.node {
 			e.placedAt = old.placedAt
 		}
 		e.readySince = old.readySince
+		e.firstRV = old.firstRV
 	}
 	// Availability is defined by the API (podutil.IsPodAvailable): the Ready
 	// condition's lastTransitionTime plus minReadySeconds. That time has
@@ -406,4 +413,15 @@ func (w *World) splitOnMissingNode(pods map[string]*podEntry, name string) (late
 		}
 	}
 	return late, unbound, forGC
+}
+
+// resourceVersion parses an object's resourceVersion. With one etcd behind
+// the API server these numbers order every write of every kind, which the
+// separate watch streams do not; 0 when it is not a number.
+func resourceVersion(o metav1.Object) uint64 {
+	rv, err := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return rv
 }
