@@ -89,7 +89,7 @@ func NewBaseline(r *Report, tolerance float64) *Baseline {
 		}
 		ref := findGroup(groups, g.Case, ControllerUpstream)
 		for _, s := range g.Metrics {
-			if IsSetupMetric(s.Metric.Key) {
+			if IsSetupMetric(s.Metric.Key) || IsClusterShare(s.Metric.Key) {
 				continue // the harness's and the cluster's time, not the controller's
 			}
 			e := BaselineEntry{
@@ -134,6 +134,12 @@ func sampleSpread(xs []float64) float64 {
 		return 0
 	}
 	return hi / lo
+}
+
+// IsClusterShare says whether the metric is the cluster's share of a
+// measurement (nodes becoming eligible, the pod GC): reported, never gated.
+func IsClusterShare(key string) bool {
+	return key == MetricNodeEligibleP99.Key || key == MetricPodGCWaitMax.Key
 }
 
 // IsSetupMetric says whether the metric times the runner's preparation of a

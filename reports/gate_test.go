@@ -346,6 +346,8 @@ func TestBaselineLeavesOutSetupTimes(t *testing.T) {
 	r := newReport([]float64{10, 11, 12, 13, 14}, []float64{10, 11, 12, 13, 14})
 	for i := range r.Runs {
 		r.Runs[i].Extra = []ExtraMetric{{Name: "setup-reset", Unit: "s", Value: 7}, {Name: "kwok-ready", Unit: "s", Value: 3}}
+		r.Runs[i].NodeEligible = []NodeLatency{{Node: "n1", Seconds: 2}}
+		r.Runs[i].PodGCWaits = []NodeLatency{{Node: "n2", Seconds: 45}}
 	}
 	b := NewBaseline(r, 1.25)
 	var keys []string
@@ -354,6 +356,10 @@ func TestBaselineLeavesOutSetupTimes(t *testing.T) {
 	}
 	if slices.Contains(keys, "extra:setup-reset") || !slices.Contains(keys, "extra:kwok-ready") {
 		t.Errorf("baseline metrics %q: want extra:kwok-ready and no extra:setup-reset", keys)
+	}
+	// The cluster's share is reported, never gated.
+	if slices.Contains(keys, MetricNodeEligibleP99.Key) || slices.Contains(keys, MetricPodGCWaitMax.Key) {
+		t.Errorf("baseline metrics %q hold the cluster's share (node-eligible-p99, pod-gc-wait-max)", keys)
 	}
 	if b.MinSeconds != DefaultMinSeconds {
 		t.Errorf("MinSeconds %v, want %v", b.MinSeconds, DefaultMinSeconds)
