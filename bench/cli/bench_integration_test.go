@@ -69,10 +69,11 @@ func TestSmokeBench(t *testing.T) {
 	if len(r.Runs) != 6 {
 		t.Fatalf("want 6 runs (3 repetitions x 2 controllers), got %d", len(r.Runs))
 	}
-	// Interleaved: ours, upstream, ours, ...
+	// Interleaved, each going first every other pair: ours, upstream,
+	// upstream, ours, ours, upstream.
 	for i, run := range r.Runs {
 		want := reports.ControllerOurs
-		if i%2 == 1 {
+		if (i%2 == 1) != (i/2%2 == 1) {
 			want = reports.ControllerUpstream
 		}
 		if run.Controller != want || run.Repetition != i/2 {
