@@ -14,13 +14,15 @@ import (
 // planner does not place there (they were two copies that had drifted on a
 // matchFields term with several values).
 func TestPodByNodeIndexAgreesWithPlanner(t *testing.T) {
-	pinned := func(values ...string) *corev1.Pod {
+	in := func(values ...string) corev1.NodeSelectorRequirement {
+		return corev1.NodeSelectorRequirement{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: values}
+	}
+	pinnedBy := func(reqs ...corev1.NodeSelectorRequirement) *corev1.Pod {
 		return &corev1.Pod{Spec: corev1.PodSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchFields: []corev1.NodeSelectorRequirement{{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: values}},
-			}}},
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: reqs}}},
 		}}}}
 	}
+	pinned := func(values ...string) *corev1.Pod { return pinnedBy(in(values...)) }
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
@@ -29,6 +31,8 @@ func TestPodByNodeIndexAgreesWithPlanner(t *testing.T) {
 		{"bound", &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n1"}}, []string{"n1"}},
 		{"pinned to one node", pinned("n2"), []string{"n2"}},
 		{"matchFields with two values: no target", pinned("n2", "n3"), nil},
+		// The old index skipped the two-value requirement and took the next.
+		{"a two-value requirement before a one-value one: no target", pinnedBy(in("n2", "n3"), in("n4")), nil},
 		{"no node at all", &corev1.Pod{}, nil},
 	}
 	index := podIndexers()[podByNodeIndex]
