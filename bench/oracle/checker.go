@@ -693,8 +693,9 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 		s.convergedSince = t
 	}
 	s.converged = conv
+	// Without surge, two pods on a node are DuplicatePods alone.
 	maxSurge, _ := s.e.limits(s.mustRun)
-	c.episode(episodeKey{ds: s.key, kind: Oversurge}, s.surging > maxSurge, t, func(x *Violation) {
+	c.episode(episodeKey{ds: s.key, kind: Oversurge}, s.e.surge() && s.surging > maxSurge, t, func(x *Violation) {
 		if s.surging > x.Peak {
 			x.Peak, x.Allowed = s.surging, maxSurge
 		}
