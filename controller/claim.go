@@ -119,6 +119,9 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, select
 		case claimOwned:
 			pods = append(pods, pod)
 		case claimAdopt:
+			if skipAdoption(pod) {
+				continue
+			}
 			if err := m.canAdopt(ctx); err != nil {
 				errs = append(errs, err)
 				continue

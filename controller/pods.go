@@ -110,6 +110,7 @@ func (c *Controller) applyPods(ctx context.Context, ds *appsv1.DaemonSet, key, h
 }
 
 func (c *Controller) createPod(ctx context.Context, ds *appsv1.DaemonSet, key, hash, node string) error {
+	ds, hash = createTemplate(key, ds, hash, node)
 	pod := plan.NewPod(ds, hash, node, c.bindMode)
 	created, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {

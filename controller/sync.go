@@ -100,7 +100,7 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 	}
 	hash := hp.Hash
 
-	p := plan.Compute(plan.Input{
+	p := computePlan(key, plan.Input{
 		DaemonSet:             ds,
 		Nodes:                 nodes,
 		Pods:                  pods,
