@@ -78,6 +78,20 @@ func DefaultGrace(nodes, daemonSets int) map[oracle.Kind]time.Duration {
 // is a violation however short it lives.
 const CacheLag = 2 * time.Second
 
+// StaleCreateLag is how long after a template change a correct controller
+// may still create pods of the old one: a sync under way creates in batches
+// of 250 (slow start), which at 5000 nodes takes seconds.
+const StaleCreateLag = 10 * time.Second
+
+// StallAfter is how long a rollout with room left may show no change before
+// the oracle calls it stalled. A correct controller acts within a sync of the
+// pod event that freed the room; 30 s leaves ample margin for a slow one.
+const StallAfter = 30 * time.Second
+
+// StatusLag is how long after convergence the status may still be wrong: the
+// last pod event's sync writes it, normally within a second.
+const StatusLag = 10 * time.Second
+
 // LimitLag is how long the oracle lets a controller apply a percentage
 // maxUnavailable that shrank because must-run nodes left: a correct
 // controller decides on a cache that shows departures a little late.
@@ -258,7 +272,8 @@ func (s *runState) play(ctx context.Context) (err error) {
 	if grace == nil {
 		grace = DefaultGrace(nodes, len(s.sc.DaemonSets()))
 	}
-	s.checker = oracle.NewChecker(oracle.Config{Grace: grace, LimitLag: LimitLag, CacheLag: CacheLag})
+	s.checker = oracle.NewChecker(oracle.Config{Grace: grace, LimitLag: LimitLag, CacheLag: CacheLag,
+		StaleCreateLag: StaleCreateLag, StallAfter: StallAfter, StatusLag: StatusLag})
 	s.timeline = map[string]*reports.Timeline{}
 
 	s.progress("preparing cluster")

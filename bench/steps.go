@@ -568,6 +568,9 @@ func (s *runState) pods(ctx context.Context, st *scenarios.Step) (visibility, er
 			}
 			return nil
 		}
+		s.mu.Lock()
+		s.checker.RequestDeletion(p.ns + "/" + p.name)
+		s.mu.Unlock()
 		err := s.r.client.CoreV1().Pods(p.ns).Delete(ctx, p.name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting pod %s/%s: %w", p.ns, p.name, err)
@@ -578,16 +581,29 @@ func (s *runState) pods(ctx context.Context, st *scenarios.Step) (visibility, er
 }
 
 func (s *runState) controller(ctx context.Context, c *scenarios.ControllerStep) error {
+	stopped := func() {
+		s.mu.Lock()
+		s.checker.ControllerStopped()
+		s.mu.Unlock()
+	}
+	started := func(err error) error {
+		s.mu.Lock()
+		s.checker.ControllerStarted(s.r.clock.Now())
+		s.mu.Unlock()
+		return err
+	}
 	switch c.Action {
 	case scenarios.ControllerKill:
+		stopped()
 		s.ctrl.Kill()
 		return nil
 	case scenarios.ControllerStart:
-		return s.ctrl.Restart(ctx)
+		return started(s.ctrl.Restart(ctx))
 	case scenarios.ControllerRestart:
+		stopped()
 		s.ctrl.Kill()
 		sleep(ctx, c.Downtime.Duration)
-		return s.ctrl.Restart(ctx)
+		return started(s.ctrl.Restart(ctx))
 	}
 	return fmt.Errorf("controller action %q is not supported", c.Action)
 }
@@ -623,7 +639,7 @@ func (s *runState) addBarriers(name, kind string, ack time.Time, vis visibility,
 				v = oracle.AllOf(v, all)
 			}
 		}
-		id := s.checker.AddBarrier(oracle.Barrier{Name: name, DaemonSet: key, Start: ack, Visible: v})
+		id := s.checker.AddBarrier(oracle.Barrier{Name: name, DaemonSet: key, Start: ack, Visible: v, Hold: s.sc.BarrierHold()})
 		rec.barriers = append(rec.barriers, id)
 		s.pending = append(s.pending, pendingBarrier{id: id, step: idx, ds: key})
 	}
@@ -802,6 +818,14 @@ func scenarioKind(k oracle.Kind) scenarios.ViolationKind {
 		return scenarios.MaxUnavailableExceeded
 	case oracle.Oversurge:
 		return scenarios.MaxSurgeExceeded
+	case oracle.StaleCreate:
+		return scenarios.StaleRevision
+	case oracle.StatusMismatch:
+		return scenarios.StatusMismatch
+	case oracle.UnrequestedDisruption:
+		return scenarios.UnrequestedDisruption
+	case oracle.RolloutStalled:
+		return scenarios.RolloutStalled
 	}
 	return scenarios.ViolationKind(k)
 }

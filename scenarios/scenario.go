@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +69,20 @@ func SetDefaults(s *Scenario) {
 }
 
 // DefaultNodes is the node count the pools declare (the sum of their counts).
+// DefaultHold is the barrier hold time when a scenario gives none.
+const DefaultHold = time.Second
+
+// MaxHold bounds hold: a barrier's stretch must fit well within its timeout.
+const MaxHold = time.Minute
+
+// BarrierHold is Hold, or DefaultHold when unset.
+func (s *Scenario) BarrierHold() time.Duration {
+	if s.Hold.Duration > 0 {
+		return s.Hold.Duration
+	}
+	return DefaultHold
+}
+
 func (s *Scenario) DefaultNodes() int {
 	n := 0
 	for _, p := range s.Cluster.Pools {

@@ -28,8 +28,13 @@ type Scenario struct {
 	Seed int64 `json:"seed,omitempty"`
 	// Repetitions is how many times the runner repeats the scenario on a fresh
 	// cluster; 0 means 1. Every repetition uses the same seed.
-	Repetitions int     `json:"repetitions,omitempty"`
-	Cluster     Cluster `json:"cluster"`
+	Repetitions int `json:"repetitions,omitempty"`
+	// Hold is how long a DaemonSet must stay converged before a barrier
+	// counts it converged (it reports when that stretch began); 0 means
+	// DefaultHold. A controller that converges and then breaks again within
+	// it has not converged.
+	Hold    Duration `json:"hold,omitzero"`
+	Cluster Cluster  `json:"cluster"`
 	// Placeholders fill {NAME} markers in manifest files, as text, before the
 	// files are parsed. Workloads may override entries.
 	Placeholders map[string]string `json:"placeholders,omitempty"`
@@ -502,19 +507,25 @@ const (
 	MaxUnavailableExceeded ViolationKind = "MaxUnavailableExceeded"
 	// MaxSurgeExceeded: a rollout ran more surge pods than allowed.
 	MaxSurgeExceeded ViolationKind = "MaxSurgeExceeded"
-	// StaleRevision: pods of an old revision remain after convergence under
-	// RollingUpdate, or an OnDelete DaemonSet replaced pods by itself.
+	// StaleRevision: a pod of an old revision was created well after the
+	// template changed.
 	StaleRevision ViolationKind = "StaleRevision"
 	// StatusMismatch: the DaemonSet status disagrees with the oracle.
 	StatusMismatch ViolationKind = "StatusMismatch"
 	// StepFailed: the step's own API calls failed.
 	StepFailed ViolationKind = "StepFailed"
+	// UnrequestedDisruption: a healthy pod of a must-run node was deleted
+	// while nothing asked for it.
+	UnrequestedDisruption ViolationKind = "UnrequestedDisruption"
+	// RolloutStalled: a rollout with room in its budget made no progress.
+	RolloutStalled ViolationKind = "RolloutStalled"
 )
 
 // ViolationKinds lists every violation kind.
 func ViolationKinds() []ViolationKind {
 	return []ViolationKind{NotConverged, MissingPod, UnexpectedPod, DuplicatePod,
-		MaxUnavailableExceeded, MaxSurgeExceeded, StaleRevision, StatusMismatch, StepFailed}
+		MaxUnavailableExceeded, MaxSurgeExceeded, StaleRevision, StatusMismatch, StepFailed,
+		UnrequestedDisruption, RolloutStalled}
 }
 
 // Expectation is a violation a step is meant to cause. It covers the time

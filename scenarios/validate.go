@@ -91,6 +91,9 @@ func (v *validator) scenario() {
 	if s.Repetitions < 0 || s.Repetitions > MaxRepetitions {
 		v.errorf("repetitions", "repetitions %d: must be between 1 and %d", s.Repetitions, MaxRepetitions)
 	}
+	if s.Hold.Duration < 0 || s.Hold.Duration > MaxHold {
+		v.errorf("hold", "hold %s: must be between 0 and %s", s.Hold, MaxHold)
+	}
 	v.cluster()
 	for _, k := range slices.Sorted(maps.Keys(s.Placeholders)) {
 		if !placeholderNameRE.MatchString(k) {

@@ -1,6 +1,7 @@
 package oracle
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,8 +18,13 @@ type Barrier struct {
 	DaemonSet string // namespace/name
 	// Start is the step's start, normally the acknowledgement of its API write.
 	Start time.Time
-	// Visible gates completion; nil means the step is visible at once.
+	// Visible gates completion; nil means the step is visible at once. Once
+	// it held, it is not asked again: later writes may legitimately undo
+	// what it looked for (a failed pod deleted and replaced, say).
 	Visible Visibility
+	// Hold is how long convergence must last to complete the barrier; the
+	// barrier reports the start of the first such stretch. 0: at once.
+	Hold time.Duration
 }
 
 // BarrierID identifies a barrier within its Checker.
@@ -29,9 +35,9 @@ type Convergence struct {
 	Barrier   string
 	DaemonSet string
 	Start     time.Time
-	// At is the first evaluation time not before Start at which the step was
-	// visible and Converged (see Verdict) held; Event is the event (or Timer)
-	// evaluated then.
+	// At is the first evaluation time not before Start from which the step
+	// was visible and Converged (see Verdict) held for the barrier's Hold;
+	// Event is the event (or Timer) evaluated then.
 	At    time.Time
 	Event EventRef
 	// Immediate: it already held when the barrier was added. At is then
@@ -43,9 +49,15 @@ type Convergence struct {
 func (c Convergence) Latency() time.Duration { return c.At.Sub(c.Start) }
 
 type barrierState struct {
-	b    Barrier
-	done bool
-	res  Convergence
+	b       Barrier
+	done    bool
+	res     Convergence
+	visible bool // Visible held once
+	// since is the start of the current converged stretch (zero: none),
+	// sinceEv the event evaluated then, immediate that it began at AddBarrier.
+	since     time.Time
+	sinceEv   EventRef
+	immediate bool
 }
 
 // AddBarrier registers a barrier, to be completed by later events. Add it
@@ -54,13 +66,13 @@ type barrierState struct {
 func (c *Checker) AddBarrier(b Barrier) BarrierID {
 	st := &barrierState{b: b}
 	c.barriers = append(c.barriers, st)
-	if c.barrierHolds(b) {
+	if c.barrierHolds(st) {
 		at := b.Start
 		if c.now.After(at) {
 			at = c.now
 		}
-		st.done = true
-		st.res = Convergence{Barrier: b.Name, DaemonSet: b.DaemonSet, Start: b.Start, At: at, Event: c.last, Immediate: true}
+		st.since, st.sinceEv, st.immediate = at, c.last, true
+		c.completeHeld(st, at)
 	}
 	return BarrierID(len(c.barriers) - 1)
 }
@@ -74,22 +86,41 @@ func (c *Checker) ConvergedAt(id BarrierID) (Convergence, bool) {
 	return st.res, st.done
 }
 
-func (c *Checker) barrierHolds(b Barrier) bool {
-	if b.Visible != nil && !b.Visible(c.w) {
-		return false
+func (c *Checker) barrierHolds(st *barrierState) bool {
+	if !st.visible {
+		if st.b.Visible != nil && !st.b.Visible(c.w) {
+			return false
+		}
+		st.visible = true
 	}
-	ok, _ := c.Converged(b.DaemonSet)
+	ok, _ := c.Converged(st.b.DaemonSet)
 	return ok
 }
 
+// checkBarriers follows each pending barrier's converged stretch at t.
 func (c *Checker) checkBarriers(t time.Time) {
 	for _, st := range c.barriers {
-		if st.done || t.Before(st.b.Start) || !c.barrierHolds(st.b) {
+		if st.done || t.Before(st.b.Start) {
 			continue
 		}
-		st.done = true
-		st.res = Convergence{Barrier: st.b.Name, DaemonSet: st.b.DaemonSet, Start: st.b.Start, At: t, Event: c.last}
+		if !c.barrierHolds(st) {
+			st.since, st.immediate = time.Time{}, false
+			continue
+		}
+		if st.since.IsZero() {
+			st.since, st.sinceEv = t, c.last
+		}
+		c.completeHeld(st, t)
 	}
+}
+
+// completeHeld completes the barrier when its stretch has lasted Hold by t.
+func (c *Checker) completeHeld(st *barrierState, t time.Time) {
+	if t.Sub(st.since) < st.b.Hold {
+		return
+	}
+	st.done = true
+	st.res = Convergence{Barrier: st.b.Name, DaemonSet: st.b.DaemonSet, Start: st.b.Start, At: st.since, Event: st.sinceEv, Immediate: st.immediate}
 }
 
 // Verdict evaluates the DaemonSet from scratch at the Checker's time.
@@ -200,8 +231,11 @@ func (c *Checker) Explain(id BarrierID) string {
 	if st.done {
 		return "converged"
 	}
-	if st.b.Visible != nil && !st.b.Visible(c.w) {
+	if !st.visible && st.b.Visible != nil && !st.b.Visible(c.w) {
 		return st.b.DaemonSet + ": the step's writes never reached the oracle's watch"
+	}
+	if !st.since.IsZero() {
+		return fmt.Sprintf("%s: converged since %s, not yet for the hold of %s", st.b.DaemonSet, st.since.Format(time.RFC3339Nano), st.b.Hold)
 	}
 	return c.Verdict(st.b.DaemonSet).Problems(3)
 }

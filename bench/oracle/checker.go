@@ -110,6 +110,16 @@ type Config struct {
 	// nodes left) still allows its old value: the controller decides on a
 	// cache that may not show the departure yet.
 	LimitLag time.Duration
+	// StaleCreateLag is how long after the oracle saw a new template a pod
+	// of an older one may still be created (a sync under way when the
+	// template changed); 0 disables StaleCreate.
+	StaleCreateLag time.Duration
+	// StallAfter is how long a rollout with room in its budget may see no
+	// change before it is RolloutStalled; 0 disables the check.
+	StallAfter time.Duration
+	// StatusLag is how long after convergence the DaemonSet's status may
+	// still disagree with the oracle; 0 disables StatusMismatch.
+	StatusLag time.Duration
 }
 
 // EventRef names the event at which something was observed.
@@ -147,6 +157,11 @@ type Checker struct {
 	joinOpen map[[2]string]*NodeJoin // (ds, node) -> join not yet Ready
 	gcWaits  []*PodGCWait
 	gcOpen   map[[2]string]*PodGCWait // (ds, node) -> wait whose pods are not gone yet
+
+	requested   map[string]bool // pods the harness deleted (RequestDeletion)
+	ctrlDown    bool            // between ControllerStopped and ControllerStarted
+	pendingLoss []disruption    // UnrequestedDisruption candidates awaiting judgement
+	curPod      string          // the pod of the event being applied, "" otherwise
 }
 
 // PodGCWait is how long pods of a DaemonSet stayed bound to a deleted node.
@@ -188,6 +203,10 @@ type dsState struct {
 	converged      bool
 	convergedSince time.Time
 	rollout        *rolloutState
+	// templateSince is when the oracle first saw the current template;
+	// lastActivity the last change of the DaemonSet or its pods (or a
+	// controller start); stallWake the pending stall check.
+	templateSince, lastActivity, stallWake time.Time
 }
 
 // recentLimit is a maxUnavailable limit that applied until shortly before.
@@ -227,6 +246,7 @@ func NewChecker(cfg Config) *Checker {
 		orphanEp:    map[string]episodeKey{},
 		joinOpen:    map[[2]string]*NodeJoin{},
 		gcOpen:      map[[2]string]*PodGCWait{},
+		requested:   map[string]bool{},
 	}
 }
 
@@ -270,12 +290,14 @@ func (c *Checker) Advance(t time.Time) {
 	if t.After(c.now) {
 		c.now = t
 	}
+	c.checkBarriers(c.now)
 }
 
 // Finish advances to t and ends every open violation there, marked
 // Unresolved. It returns all violations, as Violations does.
 func (c *Checker) Finish(t time.Time) []Violation {
 	c.Advance(t)
+	c.judgeDisruptions(c.now.Add(c.cfg.CacheLag))
 	for k, v := range c.open {
 		v.End, v.Unresolved = c.now, true
 		if c.lasted(k, v, v.End) {
@@ -369,14 +391,19 @@ func (c *Checker) onDS(key string, t time.Time) {
 	}
 	if live {
 		if s == nil {
-			s = &dsState{key: key, e: e, nodes: map[string]*nodeTrack{}}
+			s = &dsState{key: key, e: e, nodes: map[string]*nodeTrack{}, templateSince: t}
 			c.ds[key] = s
 			c.byUID[e.ds.UID] = s
 		} else {
 			prev := s.e
 			s.e = e
 			if sameSpec(prev, e) {
-				return // a status write: nothing the oracle judges changed
+				// A status write: nothing else the oracle judges changed.
+				c.checkStatus(s, t)
+				return
+			}
+			if prev.rev.hash != e.rev.hash {
+				s.templateSince = t
 			}
 			switch {
 			case !e.rolling():
@@ -398,6 +425,7 @@ func (c *Checker) onDS(key string, t time.Time) {
 			}
 		}
 		c.countUnplaced(s)
+		c.activity(s, t)
 		c.settle(s, t)
 	}
 	c.refreshOrphans(t)
@@ -466,12 +494,18 @@ func (c *Checker) onPod(ch change, t time.Time) {
 			continue
 		}
 		done[s] = true
+		c.activity(s, t)
+		c.curPod = ch.pod
 		for _, n := range slices.Compact(slices.Sorted(slices.Values(ch.podNodes))) {
 			if n == "" {
 				c.countUnplaced(s)
 			} else {
 				c.refresh(s, n, t)
 			}
+		}
+		c.curPod = ""
+		if pe := c.w.pods[ch.pod]; ch.podNew && pe != nil && pe.owner == uid {
+			c.checkStaleCreate(s, pe, t)
 		}
 		c.settle(s, t)
 	}
@@ -502,6 +536,7 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 		s.nodes[name] = tr
 	}
 	s.account(tr, -1)
+	c.noteDisruption(s, name, tr.view, v, t)
 	if v.exists && v.mustRun && !tr.view.mustRun {
 		c.withdrawReordered(episodeKey{ds: s.key, node: name, kind: PodOnIneligibleNode}, node)
 	}
@@ -691,8 +726,12 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 	conv := s.notOK == 0 && s.unplaced == 0
 	if conv && !s.converged {
 		s.convergedSince = t
+		s.converged = conv
+		c.armStatus(s)
 	}
 	s.converged = conv
+	c.checkStatus(s, t)
+	c.armStall(s)
 	// Without surge, two pods on a node are DuplicatePods alone.
 	maxSurge, _ := s.e.limits(s.mustRun)
 	c.episode(episodeKey{ds: s.key, kind: Oversurge}, s.e.surge() && s.surging > maxSurge, t, func(x *Violation) {
@@ -827,6 +866,7 @@ func describe(o any) string {
 type wake struct {
 	at       time.Time
 	ds, node string
+	kind     int // wakeNode unless a causal check (causal.go)
 }
 
 type wakeHeap []wake
@@ -847,6 +887,21 @@ func (c *Checker) runWakes(t time.Time) {
 	for len(c.wakes) > 0 && !c.wakes[0].at.After(t) {
 		wk := heap.Pop(&c.wakes).(wake)
 		s := c.ds[wk.ds]
+		if wk.kind != wakeNode {
+			if wk.at.After(c.now) {
+				c.now = wk.at
+			}
+			switch {
+			case wk.kind == wakeDisruption:
+				c.judgeDisruptions(c.now)
+			case s == nil:
+			case wk.kind == wakeStall:
+				c.checkStall(s, c.now)
+			case wk.kind == wakeStatus:
+				c.checkStatus(s, c.now)
+			}
+			continue
+		}
 		if s == nil || s.nodes[wk.node] == nil {
 			continue
 		}

@@ -182,6 +182,7 @@ type change struct {
 	owners   []types.UID // a pod event: controller UIDs before and after
 	podNodes []string    // a pod event: target nodes before and after
 	pod      string      // a pod event: its key
+	podNew   bool        // a pod event: the pod (this UID) was not seen before
 }
 
 func (w *World) apply(ev Event) (change, error) {
@@ -257,6 +258,7 @@ func (w *World) applyPod(p *corev1.Pod, deleted bool, t time.Time) change {
 		e.owner = ref.UID
 	}
 	firstSeen := old == nil || old.pod.UID != p.UID
+	c.podNew = firstSeen
 	if firstSeen {
 		e.firstRV = resourceVersion(p)
 	} else {

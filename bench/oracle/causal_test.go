@@ -1,0 +1,244 @@
+package oracle_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/dsbench/dsbench/bench/oracle"
+)
+
+// withStatus sets the status a correct controller writes for a converged
+// DaemonSet whose desired nodes all run one current available pod.
+func withStatus(desired int32) dsOpt {
+	return func(ds *appsv1.DaemonSet) {
+		ds.Status = appsv1.DaemonSetStatus{DesiredNumberScheduled: desired, CurrentNumberScheduled: desired,
+			UpdatedNumberScheduled: desired, NumberReady: desired, NumberAvailable: desired, ObservedGeneration: ds.Generation}
+	}
+}
+
+// The causal rules: each wrong action is caught at once, and each thing a
+// correct controller may do near it is not.
+func TestCausalRules(t *testing.T) {
+	ds := daemonSet("d")
+	upd := daemonSet("d", image("pause:2", 2))
+	sel := daemonSet("d", nodeSelector("role", "x"))
+	grace := map[oracle.Kind]time.Duration{oracle.MissingPod: 10 * time.Second}
+	cfg := oracle.Config{Grace: grace, CacheLag: 2 * time.Second, StaleCreateLag: 10 * time.Second, StallAfter: 30 * time.Second}
+	statusCfg := oracle.Config{Grace: grace, CacheLag: 2 * time.Second, StatusLag: 10 * time.Second}
+	// healthy: one node running a current available pod since 1 s.
+	healthy := func(d *appsv1.DaemonSet, n string) func(c *timeline) {
+		return func(tl *timeline) {
+			tl.add(0, node(n, withLabels("role", "x"))).add(0, d).add(0, pod(d, "a", n)).mod(1, pod(d, "a", n, ready(at(1))))
+		}
+	}
+	replace := func(tl *timeline, d *appsv1.DaemonSet, n string, from float64) {
+		tl.mod(from, pod(d, "a", n, ready(at(1)), terminating)).del(from+0.5, pod(d, "a", n, ready(at(1)), terminating))
+		tl.add(from+1, pod(d, "b", n)).mod(from+2, pod(d, "b", n, ready(at(from+2))))
+	}
+	type step struct {
+		at     float64
+		action func(c *oracle.Checker)
+	}
+	tests := []struct {
+		name    string
+		cfg     oracle.Config
+		events  func(tl *timeline)
+		actions []step
+		finish  float64
+		want    []oracle.Violation
+	}{
+		{
+			name:   "healthy pod deleted and recreated outside any rollout",
+			cfg:    cfg,
+			events: func(tl *timeline) { healthy(ds, "n1")(tl); replace(tl, ds, "n1", 10) },
+			finish: 20,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.UnrequestedDisruption, Node: "n1", Pod: "default/a", Start: at(10), End: at(10)}},
+		},
+		{
+			name:    "correct: the harness deleted it",
+			cfg:     cfg,
+			events:  func(tl *timeline) { healthy(ds, "n1")(tl); replace(tl, ds, "n1", 10) },
+			actions: []step{{9, func(c *oracle.Checker) { c.RequestDeletion("default/a") }}},
+			finish:  20,
+		},
+		{
+			name: "correct: the node's label went, seen after the deletion",
+			cfg:  cfg,
+			events: func(tl *timeline) {
+				healthy(sel, "n1")(tl)
+				tl.mod(10, pod(sel, "a", "n1", ready(at(1)), terminating)).mod(11, node("n1")).del(11.5, pod(sel, "a", "n1", ready(at(1)), terminating))
+			},
+			finish: 20,
+		},
+		{
+			name: "correct: the template changed, seen after the deletion",
+			cfg:  cfg,
+			events: func(tl *timeline) {
+				healthy(ds, "n1")(tl)
+				tl.mod(10, pod(ds, "a", "n1", ready(at(1)), terminating)).mod(10.5, upd).del(11, pod(ds, "a", "n1", ready(at(1)), terminating))
+				tl.add(12, pod(upd, "b", "n1")).mod(13, pod(upd, "b", "n1", ready(at(13))))
+			},
+			finish: 20,
+		},
+		{
+			name: "correct: a failed pod is replaced",
+			cfg:  cfg,
+			events: func(tl *timeline) {
+				healthy(ds, "n1")(tl)
+				tl.mod(10, pod(ds, "a", "n1", failed)).mod(10.5, pod(ds, "a", "n1", failed, terminating)).del(11, pod(ds, "a", "n1", failed, terminating))
+				tl.add(12, pod(ds, "b", "n1")).mod(13, pod(ds, "b", "n1", ready(at(13))))
+			},
+			finish: 20,
+		},
+		{
+			name: "old template given to a joining node long after the update",
+			cfg:  cfg,
+			events: func(tl *timeline) {
+				healthy(ds, "n1")(tl)
+				tl.mod(5, upd)
+				replace(tl, upd, "n1", 6)
+				tl.add(20, node("n2")).add(21, pod(upd, "c", "n2", oldRev(ds)))
+			},
+			finish: 30,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.StaleCreate, Node: "n2", Pod: "default/c", Start: at(21), End: at(21)}},
+		},
+		{
+			name: "correct: an old pod created by a sync under way when the template changed",
+			cfg:  cfg,
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, node("n2")).add(0, ds).add(0, pod(ds, "a", "n1")).mod(5, upd)
+				tl.add(8, pod(upd, "c", "n2", oldRev(ds)))
+			},
+			finish: 9,
+		},
+		{
+			name: "rollout stopped halfway with budget left",
+			cfg:  cfg,
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, node("n2")).add(0, ds)
+				tl.add(0, pod(ds, "a", "n1", ready(at(0)))).add(0, pod(ds, "x", "n2", ready(at(0))))
+				tl.mod(5, upd)
+				replace(tl, upd, "n1", 6)
+			},
+			finish: 60,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.RolloutStalled, Start: at(38), End: at(60), Unresolved: true}},
+		},
+		{
+			name: "correct: the controller was down",
+			cfg:  cfg,
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, node("n2")).add(0, ds)
+				tl.add(0, pod(ds, "a", "n1", ready(at(0)))).add(0, pod(ds, "x", "n2", ready(at(0))))
+				tl.mod(5, upd)
+				replace(tl, upd, "n1", 6)
+			},
+			actions: []step{{9, func(c *oracle.Checker) { c.ControllerStopped() }}},
+			finish:  60,
+		},
+		{
+			name: "correct: the rollout goes on",
+			cfg:  cfg,
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, node("n2")).add(0, ds)
+				tl.add(0, pod(ds, "a", "n1", ready(at(0)))).add(0, pod(ds, "x", "n2", ready(at(0))))
+				tl.mod(5, upd)
+				replace(tl, upd, "n1", 6)
+				tl.mod(30, pod(ds, "x", "n2", ready(at(0)), terminating)).del(31, pod(ds, "x", "n2", ready(at(0)), terminating))
+				tl.add(32, pod(upd, "y", "n2")).mod(33, pod(upd, "y", "n2", ready(at(33))))
+			},
+			finish: 60,
+		},
+		{
+			name: "status never written",
+			cfg:  statusCfg,
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).add(0, pod(ds, "a", "n1")).mod(2, pod(ds, "a", "n1", ready(at(2))))
+			},
+			finish: 20,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.StatusMismatch, Start: at(12), End: at(20), Unresolved: true}},
+		},
+		{
+			name: "desiredNumberScheduled counts an ineligible node",
+			cfg:  statusCfg,
+			events: func(tl *timeline) {
+				tl.add(0, node("n1", withLabels("role", "x"))).add(0, node("n2")).add(0, sel).add(0, pod(sel, "a", "n1")).mod(2, pod(sel, "a", "n1", ready(at(2))))
+				bad := daemonSet("d", nodeSelector("role", "x"), withStatus(1))
+				bad.Status.DesiredNumberScheduled = 2
+				bad.Status.NumberUnavailable = 1
+				tl.mod(3, bad)
+			},
+			finish: 20,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.StatusMismatch, Start: at(12), End: at(20), Unresolved: true}},
+		},
+		{
+			name: "correct: status written after convergence",
+			cfg:  statusCfg,
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, ds).add(0, pod(ds, "a", "n1")).mod(2, pod(ds, "a", "n1", ready(at(2))))
+				tl.mod(3, daemonSet("d", withStatus(1)))
+			},
+			finish: 20,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var tl timeline
+			tc.events(&tl)
+			c := oracle.NewChecker(tc.cfg)
+			acts := tc.actions
+			for i, ev := range tl {
+				for len(acts) > 0 && !at(acts[0].at).After(ev.Time) {
+					acts[0].action(c)
+					acts = acts[1:]
+				}
+				if err := c.Apply(ev); err != nil {
+					t.Fatalf("event %d: %v", i, err)
+				}
+			}
+			for _, a := range acts {
+				a.action(c)
+			}
+			got := c.Finish(at(tc.finish))
+			if diff := cmp.Diff(tc.want, got, ignoreDetail, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+				for _, v := range got {
+					t.Logf("%s %s: %s", v.Kind, v.Node, v.Detail)
+				}
+			}
+		})
+	}
+}
+
+// A barrier completes only when convergence lasts its hold, and reports the
+// start of that stretch: a controller that converges and breaks again at
+// once has not converged.
+func TestBarrierHold(t *testing.T) {
+	ds := daemonSet("d")
+	c := oracle.NewChecker(oracle.Config{Grace: map[oracle.Kind]time.Duration{oracle.MissingPod: time.Minute}})
+	var tl timeline
+	tl.add(0, node("n1")).add(0, ds).add(0, pod(ds, "a", "n1")).mod(2, pod(ds, "a", "n1", ready(at(2))))
+	tl.mod(3, pod(ds, "a", "n1", ready(at(2)), terminating)).del(3.5, pod(ds, "a", "n1", ready(at(2)), terminating))
+	tl.add(4, pod(ds, "b", "n1")).mod(5, pod(ds, "b", "n1", ready(at(5))))
+	id := c.AddBarrier(oracle.Barrier{Name: "create", DaemonSet: dsKey, Start: at(0), Hold: 3 * time.Second})
+	for i, ev := range tl {
+		if err := c.Apply(ev); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if _, ok := c.ConvergedAt(id); ok {
+			t.Fatalf("converged after event %d at %s, before any stretch lasted 3 s", i, ev.Time)
+		}
+	}
+	c.Advance(at(7.9))
+	if got, ok := c.ConvergedAt(id); ok {
+		t.Fatalf("converged at %s before the hold ran out", got.At)
+	}
+	c.Advance(at(8))
+	got, ok := c.ConvergedAt(id)
+	if !ok || !got.At.Equal(at(5)) || got.Immediate {
+		t.Fatalf("ConvergedAt = %+v, %v; want At %s (the held stretch's start), not immediate", got, ok, at(5))
+	}
+}
