@@ -56,6 +56,8 @@ type ControllerConfig struct {
 	LogPath string
 	// ExtraArgs are appended (for example --sync-delay for the gate test).
 	ExtraArgs []string
+	// Env is added to the runner's environment (for example DSBENCH_MUTANT).
+	Env []string
 }
 
 // ControllerProcess is a running controller.
@@ -144,6 +146,9 @@ func (p *ControllerProcess) start(ctx context.Context) error {
 		}
 	}
 	cmd := exec.Command(conf.Binary, conf.args(ports[0], ports[1])...)
+	if len(conf.Env) > 0 {
+		cmd.Env = append(os.Environ(), conf.Env...)
+	}
 	if p.log != nil {
 		cmd.Stdout, cmd.Stderr = p.log, p.log
 	}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -52,6 +55,10 @@ type Config struct {
 	Progress *Progress
 	// Clock is injected for tests; nil is the real clock.
 	Clock clock.Clock
+	// StopAtViolation ends a run at its first unexpected violation of a
+	// specific kind (not a timeout): a broken controller, once caught, need
+	// not be watched any longer (make mutants).
+	StopAtViolation bool
 }
 
 // DefaultGrace is how long a correct controller may take to repair a node
@@ -142,6 +149,9 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario, which Controll
 	s := &runState{r: r, sc: sc, which: which, run: &run, pools: map[string]*poolState{}, dss: map[string]bool{}}
 	err := s.play(ctx)
 	run.End = r.clock.Now()
+	if s.stopped != "" && ctx.Err() == nil {
+		err = errors.New(s.stopped)
+	}
 	if err != nil {
 		run.Outcome, run.Error = reports.OutcomeFailed, err.Error()
 	} else {
@@ -174,6 +184,8 @@ type runState struct {
 
 	// mu guards the checker, the timelines and the bookkeeping below.
 	mu       sync.Mutex
+	stopPlay context.CancelFunc // ends the run early (StopAtViolation)
+	stopped  string             // why it ended early
 	checker  *oracle.Checker
 	pools    map[string]*poolState
 	dss      map[string]bool // DaemonSets that exist (by ref), as the runner made them
@@ -184,6 +196,11 @@ type runState struct {
 	skipped  map[*scenarios.Step][]string
 	rollouts []rolloutStep
 	seen     observations
+	// lags is, per event applied, how long after its stamp the oracle got
+	// it; cpuAtStart the harness's CPU when the run began.
+	lags       []time.Duration
+	cpuAtStart time.Duration
+	applyErrs  int // events the oracle could not apply (never expected)
 }
 
 // observations are what the coverage report is made of.
@@ -267,6 +284,8 @@ type expectWindow struct {
 func (s *runState) play(ctx context.Context) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.stopPlay = cancel
+	s.cpuAtStart = selfCPU()
 	nodes := s.sc.DefaultNodes()
 	grace := s.r.conf.Grace
 	if grace == nil {
@@ -626,6 +645,21 @@ func (s *runState) stopController() {
 	}
 }
 
+// stopAtViolation ends the run at its first unexpected violation when
+// StopAtViolation is set; s.mu is held.
+func (s *runState) stopAtViolation() {
+	if !s.r.conf.StopAtViolation || s.stopped != "" {
+		return
+	}
+	for _, v := range s.checker.Violations() {
+		if !s.expected(scenarioKind(v.Kind), v.DaemonSet, v.Start) {
+			s.stopped = fmt.Sprintf("stopped at the first unexpected violation: %s on %s %s", v.Kind, v.DaemonSet, v.Node)
+			s.stopPlay()
+			return
+		}
+	}
+}
+
 // observe feeds the oracle from the watch and samples the timelines.
 func (s *runState) observe(ctx context.Context) {
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -639,19 +673,25 @@ func (s *runState) observe(ctx context.Context) {
 				return
 			}
 			s.mu.Lock()
-			_ = s.checker.Apply(ev)
+			s.lags = append(s.lags, s.r.clock.Now().Sub(ev.Time))
+			if err := s.checker.Apply(ev); err != nil {
+				s.applyErrs++
+			}
 			s.seen.note(ev)
 			s.mu.Unlock()
 		case <-tick.C:
 			now := s.r.clock.Now()
 			s.mu.Lock()
-			if now.After(s.checker.Now()) {
+			// Time moves on only when no event waits: moving past queued
+			// events would judge them at the tick's time, not their own.
+			if len(events) == 0 && now.After(s.checker.Now()) {
 				s.checker.Advance(now)
 			}
 			if now.Sub(lastSample) >= time.Second {
 				s.sample(now)
 				lastSample = now
 			}
+			s.stopAtViolation()
 			s.mu.Unlock()
 			s.showProgress()
 		}
@@ -691,4 +731,33 @@ func (s *runState) showProgress() {
 	}
 	s.mu.Unlock()
 	p.Status(fmt.Sprintf("%d nodes; %s", nodes, strings.Join(parts, ", ")))
+}
+
+// selfCPU is this process's user and system CPU so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// harnessStats summarizes the harness's own lag; s.mu is held.
+func (s *runState) harnessStats() *reports.Harness {
+	h := &reports.Harness{Events: len(s.lags), Clamped: s.checker.World().Clamped(),
+		CPUSeconds: (selfCPU() - s.cpuAtStart).Seconds()}
+	if s.watcher != nil {
+		h.Relists = len(s.watcher.Gaps())
+	}
+	if len(s.lags) > 0 {
+		sorted := slices.Clone(s.lags)
+		slices.Sort(sorted)
+		rank := func(q float64) time.Duration {
+			return sorted[min(len(sorted)-1, int(math.Ceil(q*float64(len(sorted))))-1)]
+		}
+		h.LagP50, h.LagP99, h.LagMax = rank(0.5).Seconds(), rank(0.99).Seconds(), sorted[len(sorted)-1].Seconds()
+	}
+	h.Rejected = s.applyErrs
+	h.Limited = h.LagP99 > reports.HarnessLagLimit
+	return h
 }

@@ -32,7 +32,7 @@ type Mutant string
 // The variants, one realistic bug each.
 const (
 	CreateOnNoSchedule   Mutant = "create-on-noschedule"    // ignores untolerated NoSchedule taints when creating
-	IgnoreNoExecute      Mutant = "ignore-noexecute"        // never evicts from nodes with an untolerated NoExecute taint
+	IgnoreNoExecute      Mutant = "ignore-noexecute"        // treats NoExecute taints as tolerated: keeps and creates pods under them
 	KeepAfterLabelChange Mutant = "keep-after-label-change" // keeps pods on nodes whose labels no longer select them
 	SurgeAll             Mutant = "surge-all"               // surges every node at once
 	ExceedMaxUnavailable Mutant = "exceed-max-unavailable"  // deletes every old pod at once
@@ -121,11 +121,18 @@ func few(node string, n uint32) bool {
 
 func computePlan(key string, in plan.Input) plan.Plan {
 	switch mutant.name {
-	case CreateOnNoSchedule:
+	case CreateOnNoSchedule, IgnoreNoExecute:
+		// The taint manager evicts pods under an untolerated NoExecute
+		// taint whatever the controller does; the bug shows in what the
+		// controller creates after that.
+		effect := corev1.TaintEffectNoSchedule
+		if mutant.name == IgnoreNoExecute {
+			effect = corev1.TaintEffectNoExecute
+		}
 		in2 := in
 		in2.DaemonSet = in.DaemonSet.DeepCopy()
 		in2.DaemonSet.Spec.Template.Spec.Tolerations = append(in2.DaemonSet.Spec.Template.Spec.Tolerations,
-			corev1.Toleration{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+			corev1.Toleration{Operator: corev1.TolerationOpExists, Effect: effect})
 		return compared(in, plan.Compute(in2))
 	case SurgeAll:
 		ru := in.DaemonSet.Spec.UpdateStrategy.RollingUpdate
@@ -170,14 +177,13 @@ func computePlan(key string, in plan.Input) plan.Plan {
 		nodes[n.Name] = n
 	}
 	switch mutant.name {
-	case IgnoreNoExecute, KeepAfterLabelChange:
+	case KeepAfterLabelChange:
 		p.Deletes = slices.DeleteFunc(p.Deletes, func(d plan.PodDeletion) bool {
 			n := nodes[d.Node]
 			if d.Reason != plan.NodeNotEligibleReason || n == nil {
 				return false
 			}
-			noExecute := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute })
-			if noExecute == (mutant.name == IgnoreNoExecute) {
+			if !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute }) {
 				fault("kept pod %s on node %s", d.Name, d.Node)
 				return true
 			}

@@ -20,7 +20,9 @@ type htmlPage struct {
 	MethodNote  string
 	Comparisons []table
 	NodeNote    string
+	HarnessNote string
 	NodeTable   *table
+	Harness     *table
 	Figures     []htmlFigure
 }
 
@@ -55,12 +57,16 @@ func (a *analysis) html() ([]byte, error) {
 		MethodNote:  strings.TrimSpace(a.comparison.MethodNote()),
 		Comparisons: a.comparison.tables(),
 		NodeNote:    strings.TrimSpace(nodeLatencyNote),
+		HarnessNote: strings.TrimSpace(harnessNote),
 	}
 	if t, ok := a.findingsTable(); ok {
 		page.Findings = &t
 	}
 	if t, ok := a.nodeLatencyTable(); ok {
 		page.NodeTable = &t
+	}
+	if t, ok := a.harnessTable(); ok {
+		page.Harness = &t
 	}
 	if a.gate != nil {
 		g := &htmlGate{Verdict: a.gate.Verdict(), Pass: a.gate.Pass, Failures: a.gate.Failures, Warnings: a.gate.Warnings, Checks: len(a.gate.Checks)}
@@ -121,6 +127,7 @@ figcaption { font-size: 0.85em; color: #555; }
 <p class="notes">{{.MethodNote}}</p>
 {{range .Comparisons}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}
 {{with .NodeTable}}<h2>Per-node latencies</h2><p class="notes">{{$.NodeNote}}</p>{{template "table" .}}{{end}}
+{{with .Harness}}<h2>The harness</h2><p class="notes">{{$.HarnessNote}}</p>{{template "table" .}}{{end}}
 <h2>Figures</h2>
 {{range .Figures}}<figure>
 {{.Img}}

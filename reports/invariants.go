@@ -27,6 +27,7 @@ const (
 	CheckIncompleteCoverage  = "incomplete-coverage"
 	CheckWatchGap            = "watch-gap"
 	CheckNodeFlaps           = "node-flaps"
+	CheckHarnessLimited      = "harness-limited"
 )
 
 // Finding is one invariant that did not hold in one run.
@@ -112,6 +113,13 @@ func checkRun(run *Run) []Finding {
 			parts = append(parts, fmt.Sprintf("%s %ss", g.Resource, fmtDecimal(g.Seconds)))
 		}
 		add(SeverityFail, CheckWatchGap, "%d watch %s (%s): events may be missing", len(gaps), plural(len(gaps), "gap", "gaps"), strings.Join(parts, ", "))
+	}
+	if h := run.Harness; h != nil && h.Rejected > 0 {
+		add(SeverityFail, CheckHarnessLimited, "the oracle could not apply %d watch events: its view is incomplete", h.Rejected)
+	}
+	if h := run.Harness; h != nil && h.Limited {
+		add(SeverityWarn, CheckHarnessLimited, "the oracle trailed the watch events by %ss at p99 (max %ss, %d clamped): latencies include the harness's own delay",
+			fmtDecimal(h.LagP99), fmtDecimal(h.LagMax), h.Clamped)
 	}
 	if f := run.Coverage.NodeReadyFlaps; f > 0 {
 		add(SeverityWarn, CheckNodeFlaps, "%d node readiness %s: the simulator was unstable, latencies may be inflated", f, plural(f, "flap", "flaps"))

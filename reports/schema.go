@@ -121,6 +121,9 @@ type Run struct {
 	Resources   Resources        `json:"resources"`
 	Coverage    Coverage         `json:"coverage"`
 	Timelines   []Timeline       `json:"timelines,omitempty"`
+	// Harness is the harness's own health in this run: how far its oracle
+	// trailed the watch events. Absent in reports written before it existed.
+	Harness *Harness `json:"harness,omitempty"`
 	// Extra carries further scalar measurements (for example kwok's own
 	// pod throughput); they are summarized and compared like the built-in ones.
 	Extra []ExtraMetric `json:"extra,omitempty"`
@@ -221,6 +224,31 @@ type Coverage struct {
 	NodeReadyFlaps   int        `json:"nodeReadyFlaps"`
 	WatchGaps        []WatchGap `json:"watchGaps,omitempty"`
 }
+
+// Harness measures the harness itself. Each watch event is stamped once,
+// when it arrives; Lag is from that stamp to the oracle applying it.
+type Harness struct {
+	Events int `json:"events"`
+	// Lag percentiles and maximum, in seconds (nearest rank).
+	LagP50 float64 `json:"lagP50"`
+	LagP99 float64 `json:"lagP99"`
+	LagMax float64 `json:"lagMax"`
+	// Clamped counts events older than the oracle's clock when applied,
+	// judged at the oracle's time instead of their own.
+	Clamped int `json:"clamped"`
+	// Rejected counts events the oracle could not apply (never expected).
+	Rejected int `json:"rejected,omitempty"`
+	// Relists counts the watches that had to start over (see WatchGaps).
+	Relists int `json:"relists"`
+	// CPUSeconds is the harness process's CPU over the run (getrusage).
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// Limited marks a run whose oracle trailed the events by more than
+	// HarnessLagLimit at p99: its latencies include the harness's own delay.
+	Limited bool `json:"limited"`
+}
+
+// HarnessLagLimit is the p99 lag above which a run is harness-limited.
+const HarnessLagLimit = 0.1
 
 // WatchGap is an interval during which a watch was down, so events may be missing.
 type WatchGap struct {

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -167,4 +170,48 @@ steps:
 		t.Fatal(err)
 	}
 	return path
+}
+
+// The fast subset of make mutants: three broken variants, each caught on a
+// real KWOK cluster by the violation kind that names its bug.
+func TestMutantsCaught(t *testing.T) {
+	args := clusterArgs(t)
+	bin := filepath.Join(t.TempDir(), "daemonset-controller-mutants")
+	build := exec.CommandContext(t.Context(), "go", "build", "-tags", "mutants", "-o", bin, "../../cmd/daemonset-controller")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the mutants variant: %v\n%s", err, out)
+	}
+	out := t.TempDir()
+	// The last --controller-binary wins over clusterArgs' one.
+	cmd := append(append([]string{"mutants"}, args...), "--controller-binary", bin, "--out", out, "--nodes", "50", "--correct=false",
+		"--mutants", "surge-all,churn-healthy,create-on-noschedule", "--scenarios", "rolling-max-surge,node-churn,taint-churn")
+	_, err := runCLI(t, cmd...)
+	if err != nil {
+		t.Fatalf("mutants: %v", err)
+	}
+	entries, _ := os.ReadDir(out)
+	if len(entries) != 1 {
+		t.Fatalf("want one table folder in %s, got %v", out, entries)
+	}
+	data, err := os.ReadFile(filepath.Join(out, entries[0].Name(), "mutants.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cells []mutantCell
+	if err := json.Unmarshal(data, &cells); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"surge-all": "Oversurge", "churn-healthy": "UnrequestedDisruption", "create-on-noschedule": "PodOnIneligibleNode"}
+	got := map[string][]string{}
+	for _, c := range cells {
+		got[c.Variant] = append(got[c.Variant], c.Kind)
+		if c.Caught && !c.Faulted {
+			t.Errorf("%s on %s caught by %s before it acted wrongly at all", c.Variant, c.Scenario, c.Kind)
+		}
+	}
+	for v, kind := range want {
+		if !slices.Contains(got[v], kind) {
+			t.Errorf("%s: caught by %v, want %s", v, got[v], kind)
+		}
+	}
 }

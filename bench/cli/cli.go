@@ -49,6 +49,7 @@ func commands() []command {
 		{"bench", "the default suite, ours against upstream, with the regression gate", runBench},
 		{"report", "re-render the reports from a report.json", runReport},
 		{"compare", "compare two saved runs", runCompare},
+		{"mutants", "play broken variants of our controller (a -tags mutants build) and show which invariant catches each", runMutants},
 	}
 }
 

@@ -196,36 +196,11 @@ func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func
 		return fmt.Errorf("our controller binary %s: %w (run `make build`)", ours, err)
 	}
 
-	kubeconfig := f.cluster.kubeconfig
-	owns := kubeconfig == ""
-	var cluster *kwok.Cluster
-	if owns {
-		conf := f.cluster.config(env)
-		c, err := kwok.Open(conf)
-		if err != nil {
-			return err
-		}
-		if len(c.LivePIDs()) == 0 {
-			fmt.Fprintf(env.Stderr, "bringing up KWOK cluster %q\n", conf.Name)
-			c, err = kwok.Up(ctx, conf)
-			if err != nil {
-				return err
-			}
-			if !f.keep {
-				defer func() {
-					downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-					defer cancel()
-					if err := c.Down(downCtx); err != nil {
-						fmt.Fprintf(env.Stderr, "tearing down cluster: %v\n", err)
-					}
-				}()
-			}
-		} else {
-			fmt.Fprintf(env.Stderr, "reusing running KWOK cluster %q\n", conf.Name)
-		}
-		cluster = c
-		kubeconfig = c.Kubeconfig()
+	kubeconfig, owns, down, err := openCluster(ctx, env, f)
+	if err != nil {
+		return err
 	}
+	defer down()
 	cfg, err := kwok.LoadRESTConfig(kubeconfig)
 	if err != nil {
 		return err
@@ -251,7 +226,6 @@ func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func
 	if err != nil {
 		return err
 	}
-	_ = cluster
 
 	report := newReport(f, scs, which)
 	save := func() error { return reports.Write(out, report) }
@@ -312,6 +286,40 @@ func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func
 		}
 	}
 	return nil
+}
+
+// openCluster returns the kubeconfig of --kubeconfig, or of the local KWOK
+// cluster, brought up when none runs; down tears down what it brought up
+// (unless --keep-cluster) and must always be called.
+func openCluster(ctx context.Context, env Env, f *runFlags) (kubeconfig string, owns bool, down func(), err error) {
+	down = func() {}
+	if f.cluster.kubeconfig != "" {
+		return f.cluster.kubeconfig, false, down, nil
+	}
+	conf := f.cluster.config(env)
+	c, err := kwok.Open(conf)
+	if err != nil {
+		return "", false, down, err
+	}
+	if len(c.LivePIDs()) == 0 {
+		fmt.Fprintf(env.Stderr, "bringing up KWOK cluster %q\n", conf.Name)
+		c, err = kwok.Up(ctx, conf)
+		if err != nil {
+			return "", false, down, err
+		}
+		if !f.keep {
+			down = func() {
+				downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+				defer cancel()
+				if err := c.Down(downCtx); err != nil {
+					fmt.Fprintf(env.Stderr, "tearing down cluster: %v\n", err)
+				}
+			}
+		}
+	} else {
+		fmt.Fprintf(env.Stderr, "reusing running KWOK cluster %q\n", conf.Name)
+	}
+	return c.Kubeconfig(), true, down, nil
 }
 
 func errSuffix(e string) string {
