@@ -14,6 +14,9 @@ type Row struct {
 	Controller string // controller of both sides in Compare; "" in CompareControllers
 	Metric     Metric
 	SampleComparison
+	// Paired is the per-repetition analysis of interleaved controllers
+	// (CompareControllers only); nil otherwise.
+	Paired *Paired
 }
 
 // Comparison is a table of rows, renderable as markdown.
@@ -31,7 +34,19 @@ func CompareControllers(r *Report, opt Options) Comparison {
 	for _, cs := range cases(groups) {
 		a := findGroup(groups, cs, ControllerUpstream)
 		b := findGroup(groups, cs, ControllerOurs)
-		c.Rows = append(c.Rows, compareGroups(cs, "", a, b, opt)...)
+		rows := compareGroups(cs, "", a, b, opt)
+		for i := range rows {
+			var sa, sb *Series
+			if a != nil {
+				sa = a.Lookup(rows[i].Metric.Key)
+			}
+			if b != nil {
+				sb = b.Lookup(rows[i].Metric.Key)
+			}
+			p := PairSamples(sa, sb, opt.Confidence)
+			rows[i].Paired = &p
+		}
+		c.Rows = append(c.Rows, rows...)
 	}
 	return c
 }
@@ -139,10 +154,17 @@ func (c Comparison) Markdown() string {
 
 // MethodNote explains the columns of the comparison tables in one paragraph.
 func (c Comparison) MethodNote() string {
-	return fmt.Sprintf("Median over repetitions with a %s confidence interval from order statistics; "+
+	note := fmt.Sprintf("Median over repetitions with a %s confidence interval from order statistics; "+
 		"%s/%s is the ratio of medians with a %s percentile-bootstrap interval (%d resamples, seed %d); "+
-		"p is the two-sided Mann-Whitney U test; Δ is `~` when p ≥ %g or no test is possible. Lower is better unless marked ↑.\n",
+		"p is the two-sided Mann-Whitney U test; Δ is `~` when p ≥ %g or no test is possible. Lower is better unless marked ↑.",
 		pct(c.Options.Confidence), c.BLabel, c.ALabel, pct(c.Options.Confidence), c.Options.Resamples, c.Options.Seed, c.Options.Alpha)
+	if c.paired() {
+		note += fmt.Sprintf(" The runs are interleaved pairs (repetition i of each controller back to back, alternating which goes first), "+
+			"so each pair's ratio is free of the machine's drift: paired is the geometric mean of the per-pair ratios %s/%s with a %s t interval "+
+			"of their logs, and p(pairs) the exact two-sided Wilcoxon signed-rank test of those logs (with 5 pairs no p is below 0.0625).",
+			c.BLabel, c.ALabel, pct(c.Options.Confidence))
+	}
+	return note + "\n"
 }
 
 // tables groups the rows by case (and controller), one table each.
@@ -163,12 +185,27 @@ func (c Comparison) tables() []table {
 	return out
 }
 
+// paired says whether the rows carry the paired analysis.
+func (c Comparison) paired() bool {
+	for _, r := range c.Rows {
+		if r.Paired != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func (c Comparison) table(title string, rows []Row) table {
 	t := table{
 		Title: title,
 		Header: []string{"metric", "unit", c.ALabel + " median [CI]", "n", c.BLabel + " median [CI]", "n",
 			c.BLabel + "/" + c.ALabel + " [CI]", "p", "Δ"},
 		Right: []bool{false, false, true, true, true, true, true, true, true},
+	}
+	paired := c.paired()
+	if paired {
+		t.Header = append(t.Header, "paired "+c.BLabel+"/"+c.ALabel+" [CI]", "p(pairs)")
+		t.Right = append(t.Right, true, true)
 	}
 	notes := newFootnotes()
 	for _, r := range rows {
@@ -181,6 +218,17 @@ func (c Comparison) table(title string, rows []Row) table {
 			fmtMedianCI(r.Metric, r.A), fmt.Sprint(r.A.N), fmtMedianCI(r.Metric, r.B), fmt.Sprint(r.B.N),
 			fmtRatioCI(r.SampleComparison), fmtP(r.SampleComparison), r.Verdict() + notes.refs(r.Warnings),
 		})
+		if paired {
+			row := &t.Rows[len(t.Rows)-1]
+			pp, pv := "—", "—"
+			if r.Paired != nil {
+				pp = fmtPaired(*r.Paired)
+				if r.Paired.Tested {
+					pv = fmt.Sprintf("%.3f", r.Paired.P)
+				}
+			}
+			*row = append(*row, pp, pv)
+		}
 	}
 	t.Notes = notes.texts
 	return t
