@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -201,6 +202,7 @@ type runState struct {
 	lags       []time.Duration
 	cpuAtStart time.Duration
 	applyErrs  int // events the oracle could not apply (never expected)
+	stalls     *stallTracker
 }
 
 // observations are what the coverage report is made of.
@@ -286,6 +288,8 @@ func (s *runState) play(ctx context.Context) (err error) {
 	defer cancel()
 	s.stopPlay = cancel
 	s.cpuAtStart = selfCPU()
+	b := s.sc.Cluster.Pods
+	s.stalls = newStallTracker(4 * (b.ReadyDelay.Duration + b.ReadyJitter.Duration))
 	nodes := s.sc.DefaultNodes()
 	grace := s.r.conf.Grace
 	if grace == nil {
@@ -678,6 +682,9 @@ func (s *runState) observe(ctx context.Context) {
 				s.applyErrs++
 			}
 			s.seen.note(ev)
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				s.stalls.observe(p.Namespace+"/"+p.Name, p, ev.Kind == oracle.Deleted, ev.Time)
+			}
 			s.mu.Unlock()
 		case <-tick.C:
 			now := s.r.clock.Now()
@@ -692,7 +699,14 @@ func (s *runState) observe(ctx context.Context) {
 				lastSample = now
 			}
 			s.stopAtViolation()
+			stalled := s.stalls.due(now, func(name string) bool {
+				n, ok := s.checker.World().Node(name)
+				return ok && kwok.NodeReady(n)
+			})
 			s.mu.Unlock()
+			for _, key := range stalled {
+				go s.nudge(ctx, key)
+			}
 			s.showProgress()
 		}
 	}
@@ -731,6 +745,17 @@ func (s *runState) showProgress() {
 	}
 	s.mu.Unlock()
 	p.Status(fmt.Sprintf("%d nodes; %s", nodes, strings.Join(parts, ", ")))
+}
+
+// nudge touches a pod that kwok left Pending, so that kwok sees an event
+// for it again (see stallTracker).
+func (s *runState) nudge(ctx context.Context, key string) {
+	ns, name, _ := strings.Cut(key, "/")
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"dsbench.dev/nudged":%q}}}`, s.r.clock.Now().UTC().Format(time.RFC3339Nano))
+	_, err := s.r.client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+		s.progress("nudging stalled pod %s: %v", key, err)
+	}
 }
 
 // selfCPU is this process's user and system CPU so far.

@@ -848,6 +848,7 @@ func (s *runState) collect(ctx context.Context) {
 	defer s.mu.Unlock()
 	s.sample(now)
 	s.run.Harness = s.harnessStats()
+	s.run.SimulatorStalls = s.stalls.finish(now)
 	// Barriers no waitConverged covered: a step is never reported converged
 	// (in 0 s) just because nobody waited for it.
 	for _, pb := range s.pending {

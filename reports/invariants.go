@@ -28,6 +28,7 @@ const (
 	CheckWatchGap            = "watch-gap"
 	CheckNodeFlaps           = "node-flaps"
 	CheckHarnessLimited      = "harness-limited"
+	CheckSimulatorStall      = "simulator-stall"
 )
 
 // Finding is one invariant that did not hold in one run.
@@ -113,6 +114,17 @@ func checkRun(run *Run) []Finding {
 			parts = append(parts, fmt.Sprintf("%s %ss", g.Resource, fmtDecimal(g.Seconds)))
 		}
 		add(SeverityFail, CheckWatchGap, "%d watch %s (%s): events may be missing", len(gaps), plural(len(gaps), "gap", "gaps"), strings.Join(parts, ", "))
+	}
+	if st := run.SimulatorStalls; len(st) > 0 {
+		worst, open := 0.0, 0
+		for _, x := range st {
+			worst = max(worst, x.Seconds)
+			if x.Open {
+				open++
+			}
+		}
+		add(SeverityWarn, CheckSimulatorStall, "kwok left %d %s Pending on Ready nodes (longest %ss, %d never started); the harness nudged each, the affected latencies include the stall",
+			len(st), plural(len(st), "pod", "pods"), fmtDecimal(worst), open)
 	}
 	if h := run.Harness; h != nil && h.Rejected > 0 {
 		add(SeverityFail, CheckHarnessLimited, "the oracle could not apply %d watch events: its view is incomplete", h.Rejected)

@@ -121,6 +121,9 @@ type Run struct {
 	Resources   Resources        `json:"resources"`
 	Coverage    Coverage         `json:"coverage"`
 	Timelines   []Timeline       `json:"timelines,omitempty"`
+	// SimulatorStalls are pods kwok left Pending on a Ready node past the
+	// harness's bound; the harness nudged each (see bench/stalls.go).
+	SimulatorStalls []SimulatorStall `json:"simulatorStalls,omitempty"`
 	// Harness is the harness's own health in this run: how far its oracle
 	// trailed the watch events. Absent in reports written before it existed.
 	Harness *Harness `json:"harness,omitempty"`
@@ -223,6 +226,16 @@ type Coverage struct {
 	ObservedFraction float64    `json:"observedFraction"` // PodsObserved / PodsExpected, 1 when none expected
 	NodeReadyFlaps   int        `json:"nodeReadyFlaps"`
 	WatchGaps        []WatchGap `json:"watchGaps,omitempty"`
+}
+
+// SimulatorStall is a pod the simulator did not start in time.
+type SimulatorStall struct {
+	Pod     string    `json:"pod"`
+	Node    string    `json:"node"`
+	Start   time.Time `json:"start"`   // bound and Pending since
+	Seconds float64   `json:"seconds"` // until it started or went, or the run ended
+	Nudged  bool      `json:"nudged"`
+	Open    bool      `json:"open,omitempty"` // still Pending when the run ended
 }
 
 // Harness measures the harness itself. Each watch event is stamped once,

@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dsbench/dsbench/reports"
+)
+
+// MinStallAfter is the least time a pod may stay Pending on a Ready node
+// before the harness calls it a simulator stall.
+const MinStallAfter = 20 * time.Second
+
+// stallTracker finds pods that kwok never starts. kwok v0.8.0's pod
+// controller drops the event of a pod whose node its node controller has
+// not registered yet (PodController.need) and never retries, so a pod bound
+// to a node that just joined (or was re-created under the same name) can
+// stay Pending for good. That is the simulator's failure, not the
+// controller's: the harness nudges such a pod (an annotation, which kwok
+// sees as a new event) and reports every stall, so that no result silently
+// depends on it. Pure: events and time come in, stalls go out.
+type stallTracker struct {
+	after   time.Duration
+	pending map[string]*stallEntry // pod key -> bound and Pending since
+	done    []reports.SimulatorStall
+}
+
+type stallEntry struct {
+	pod, node string
+	since     time.Time
+	stalledAt time.Time // zero until it counts as stalled
+	nudged    bool
+}
+
+func newStallTracker(after time.Duration) *stallTracker {
+	return &stallTracker{after: max(after, MinStallAfter), pending: map[string]*stallEntry{}}
+}
+
+// observe follows one pod event at t.
+func (s *stallTracker) observe(key string, pod *corev1.Pod, deleted bool, t time.Time) {
+	e := s.pending[key]
+	waiting := !deleted && pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodPending
+	switch {
+	case waiting && (e == nil || e.node != pod.Spec.NodeName):
+		if e != nil {
+			s.end(e, t)
+		}
+		s.pending[key] = &stallEntry{pod: key, node: pod.Spec.NodeName, since: t}
+	case !waiting && e != nil:
+		s.end(e, t)
+		delete(s.pending, key)
+	}
+}
+
+func (s *stallTracker) end(e *stallEntry, t time.Time) {
+	if !e.stalledAt.IsZero() {
+		s.done = append(s.done, reports.SimulatorStall{Pod: e.pod, Node: e.node, Start: e.since, Seconds: t.Sub(e.since).Seconds(), Nudged: e.nudged})
+	}
+}
+
+// due returns the pods that have now waited past the bound on a node that
+// is Ready (a pod on a NotReady node waits for the node, rightly), and marks
+// them stalled and nudged: the caller nudges each once.
+func (s *stallTracker) due(now time.Time, nodeReady func(string) bool) []string {
+	var out []string
+	for key, e := range s.pending {
+		if e.nudged || now.Sub(e.since) < s.after || !nodeReady(e.node) {
+			continue
+		}
+		e.stalledAt, e.nudged = now, true
+		out = append(out, key)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// finish returns every stall, ended ones and those still open at now.
+func (s *stallTracker) finish(now time.Time) []reports.SimulatorStall {
+	out := slices.Clone(s.done)
+	for _, e := range s.pending {
+		if !e.stalledAt.IsZero() {
+			out = append(out, reports.SimulatorStall{Pod: e.pod, Node: e.node, Start: e.since, Seconds: now.Sub(e.since).Seconds(), Nudged: e.nudged, Open: true})
+		}
+	}
+	slices.SortFunc(out, func(a, b reports.SimulatorStall) int { return a.Start.Compare(b.Start) })
+	return out
+}

@@ -1,0 +1,59 @@
+package bench
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func stallPod(node string, phase corev1.PodPhase) *corev1.Pod {
+	return &corev1.Pod{Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: phase}}
+}
+
+func TestStallTracker(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	ready := map[string]bool{"n1": true, "n2": true, "n3": false}
+	nodeReady := func(n string) bool { return ready[n] }
+	s := newStallTracker(4 * time.Second) // below the floor: 20 s applies
+	s.observe("ns/started", stallPod("n1", corev1.PodPending), false, at(0))
+	s.observe("ns/started", stallPod("n1", corev1.PodRunning), false, at(2))
+	s.observe("ns/stuck", stallPod("n2", corev1.PodPending), false, at(1))
+	s.observe("ns/notready-node", stallPod("n3", corev1.PodPending), false, at(1))
+	s.observe("ns/unbound", stallPod("", corev1.PodPending), false, at(0))
+	if got := s.due(at(20), nodeReady); len(got) != 0 {
+		t.Fatalf("due at 20 s: %v, want none (19 s of waiting is within the bound)", got)
+	}
+	got := s.due(at(21.5), nodeReady)
+	if len(got) != 1 || got[0] != "ns/stuck" {
+		t.Fatalf("due at 21.5 s: %v, want only ns/stuck (a NotReady node's pod waits rightly, unbound pods are the scheduler's)", got)
+	}
+	if again := s.due(at(30), nodeReady); len(again) != 0 {
+		t.Fatalf("nudged twice: %v", again)
+	}
+	s.observe("ns/stuck", stallPod("n2", corev1.PodRunning), false, at(24))
+	s.observe("ns/gone", stallPod("n1", corev1.PodPending), false, at(30))
+	s.due(at(55), nodeReady)
+	out := s.finish(at(60))
+	if len(out) != 2 {
+		t.Fatalf("stalls %+v, want 2", out)
+	}
+	if out[0].Pod != "ns/stuck" || out[0].Seconds != 23 || !out[0].Nudged || out[0].Open {
+		t.Errorf("first stall %+v, want ns/stuck, 23 s, nudged, ended", out[0])
+	}
+	if out[1].Pod != "ns/gone" || out[1].Seconds != 30 || !out[1].Open {
+		t.Errorf("second stall %+v, want ns/gone still open after 30 s", out[1])
+	}
+	// A deletion ends a wait; a terminating pod is not kwok's start to make.
+	s2 := newStallTracker(0)
+	p := stallPod("n1", corev1.PodPending)
+	s2.observe("ns/x", p, false, at(0))
+	p2 := p.DeepCopy()
+	p2.DeletionTimestamp = &metav1.Time{Time: at(1)}
+	s2.observe("ns/x", p2, false, at(1))
+	if got := s2.due(at(100), nodeReady); len(got) != 0 {
+		t.Errorf("a terminating pod counted as stalled: %v", got)
+	}
+}
