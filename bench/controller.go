@@ -72,12 +72,28 @@ type ControllerProcess struct {
 	mu          sync.Mutex
 	lastUsage   ProcessUsage
 	accumulated ProcessUsage // from earlier incarnations (kill/restart)
+	// exitUsage is the exact usage of the incarnation that last exited,
+	// from the kernel's rusage at wait.
+	exitUsage ProcessUsage
+	// apiAccum are the API requests of earlier incarnations, by verb.
+	apiAccum map[string]float64
 }
 
 // ProcessUsage is what a process cost.
 type ProcessUsage struct {
 	CPUSeconds   float64
 	PeakRSSBytes int64
+}
+
+// Args is the command line the controller gets, with the kubeconfig and the
+// ports (chosen at start) as placeholders, for the report.
+func (c ControllerConfig) Args() []string {
+	c.Kubeconfig = "KUBECONFIG"
+	args := c.args(0, 0)
+	for i, a := range args {
+		args[i] = strings.NewReplacer("127.0.0.1:0", "127.0.0.1:PORT", "--secure-port=0", "--secure-port=PORT").Replace(a)
+	}
+	return args
 }
 
 func (c ControllerConfig) args(metricsPort, healthPort int) []string {
@@ -160,9 +176,17 @@ func (p *ControllerProcess) start(ctx context.Context) error {
 	}
 	p.cmd = cmd
 	p.done = make(chan struct{})
+	done := p.done
 	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.done)
+		err := cmd.Wait()
+		var u ProcessUsage
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			u = ProcessUsage{CPUSeconds: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(), PeakRSSBytes: ru.Maxrss * 1024}
+		}
+		p.mu.Lock()
+		p.waitErr, p.exitUsage = err, u
+		p.mu.Unlock()
+		close(done)
 	}()
 	if conf.Which == Upstream {
 		p.metricsURL = fmt.Sprintf("https://127.0.0.1:%d/metrics", ports[0])
@@ -208,15 +232,44 @@ func (p *ControllerProcess) exited() bool {
 	}
 }
 
-// Usage is the CPU and peak memory of every incarnation so far.
+// Usage is the CPU and peak memory of every incarnation so far: exact (the
+// kernel's rusage) for the ones that exited, sampled from /proc for a live one.
 func (p *ControllerProcess) Usage() ProcessUsage {
 	p.sample()
+	exited := p.exited()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return ProcessUsage{
-		CPUSeconds:   p.accumulated.CPUSeconds + p.lastUsage.CPUSeconds,
-		PeakRSSBytes: max(p.accumulated.PeakRSSBytes, p.lastUsage.PeakRSSBytes),
+	last := p.lastUsage
+	if exited {
+		last = p.exitUsage
 	}
+	return ProcessUsage{
+		CPUSeconds:   p.accumulated.CPUSeconds + last.CPUSeconds,
+		PeakRSSBytes: max(p.accumulated.PeakRSSBytes, last.PeakRSSBytes),
+	}
+}
+
+// APIRequests is the requests by verb of every incarnation so far: each
+// one's count is scraped before it is killed, and the live one's now.
+func (p *ControllerProcess) APIRequests(ctx context.Context) (map[string]float64, error) {
+	out := map[string]float64{}
+	p.mu.Lock()
+	for k, v := range p.apiAccum {
+		out[k] += v
+	}
+	p.mu.Unlock()
+	if p.PID() == 0 {
+		return out, nil
+	}
+	text, err := p.Metrics(ctx)
+	if err != nil {
+		return out, err
+	}
+	now, err := APIRequestsByMethod(text)
+	for k, v := range now {
+		out[k] += v
+	}
+	return out, err
 }
 
 // sample reads /proc for the live process; the last reading survives its
@@ -246,12 +299,28 @@ func (p *ControllerProcess) Metrics(ctx context.Context) (string, error) {
 
 // Kill ends the process at once (SIGKILL), as a crash would.
 func (p *ControllerProcess) Kill() {
+	if p.PID() != 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if text, err := p.Metrics(ctx); err == nil {
+			if byVerb, err := APIRequestsByMethod(text); err == nil {
+				p.mu.Lock()
+				if p.apiAccum == nil {
+					p.apiAccum = map[string]float64{}
+				}
+				for k, v := range byVerb {
+					p.apiAccum[k] += v
+				}
+				p.mu.Unlock()
+			}
+		}
+		cancel()
+	}
 	p.sample()
 	p.stop(syscall.SIGKILL)
 	p.mu.Lock()
-	p.accumulated.CPUSeconds += p.lastUsage.CPUSeconds
-	p.accumulated.PeakRSSBytes = max(p.accumulated.PeakRSSBytes, p.lastUsage.PeakRSSBytes)
-	p.lastUsage = ProcessUsage{}
+	p.accumulated.CPUSeconds += p.exitUsage.CPUSeconds
+	p.accumulated.PeakRSSBytes = max(p.accumulated.PeakRSSBytes, p.exitUsage.PeakRSSBytes)
+	p.lastUsage, p.exitUsage = ProcessUsage{}, ProcessUsage{}
 	p.mu.Unlock()
 }
 

@@ -133,6 +133,9 @@ func NewRunner(conf Config) (*Runner, error) {
 	return &Runner{conf: conf, client: client, clock: conf.Clock}, nil
 }
 
+// Binary is the binary the runner starts for a controller.
+func (r *Runner) Binary(which Controller) string { return r.conf.Binaries[which] }
+
 // Run plays one repetition of the scenario against one controller and
 // returns what it measured. It never panics on a bad cluster: a failure is
 // recorded in the run's Outcome and Error, with everything measured so far.

@@ -834,13 +834,14 @@ func scenarioKind(k oracle.Kind) scenarios.ViolationKind {
 func (s *runState) collect(ctx context.Context) {
 	now := s.r.clock.Now()
 	if s.ctrl != nil {
-		if text, err := s.ctrl.Metrics(ctx); err == nil {
-			if byVerb, err := APIRequestsByMethod(text); err == nil {
-				for k, v := range byVerb {
-					s.run.APIRequests[k] = int64(v)
-				}
+		if byVerb, err := s.ctrl.APIRequests(context.WithoutCancel(ctx)); err == nil {
+			for k, v := range byVerb {
+				s.run.APIRequests[k] = int64(v)
 			}
 		}
+		// Stopped first, so that its CPU and peak memory are the kernel's
+		// exact figures for its whole life, not a sample.
+		s.ctrl.Stop()
 		u := s.ctrl.Usage()
 		s.run.Resources = reports.Resources{CPUSeconds: u.CPUSeconds, PeakRSSBytes: u.PeakRSSBytes}
 	}

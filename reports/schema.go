@@ -52,6 +52,39 @@ type Params struct {
 	Controllers        []ControllerParams `json:"controllers"`
 	// Harness are the client settings of the harness's own watches and writes.
 	Harness ClientParams `json:"harness"`
+	// PerScenario is what each scenario ran with, resolved: never 0 nodes
+	// or repetitions, whatever the flags left to the scenario.
+	PerScenario []ScenarioParams `json:"perScenario,omitempty"`
+	// Kwok is the simulator's setup (absent against a cluster not ours).
+	Kwok *KwokParams `json:"kwok,omitempty"`
+}
+
+// ScenarioParams is one scenario as it ran.
+type ScenarioParams struct {
+	Name        string  `json:"name"`
+	Source      string  `json:"source,omitempty"`
+	Seed        int64   `json:"seed"`
+	Nodes       int     `json:"nodes"`
+	Repetitions int     `json:"repetitions"`
+	HoldSeconds float64 `json:"holdSeconds"`
+	// Pods are kwok's pod stages for it: start delay and jitter, delete
+	// delay, and the images that fail or never become Ready.
+	Pods PodStages `json:"pods"`
+}
+
+// PodStages are kwok's pod-stage settings of a scenario.
+type PodStages struct {
+	ReadyDelaySeconds  float64  `json:"readyDelaySeconds"`
+	ReadyJitterSeconds float64  `json:"readyJitterSeconds"`
+	DeleteDelaySeconds float64  `json:"deleteDelaySeconds"`
+	FailImages         []string `json:"failImages,omitempty"`
+	NeverReadyImages   []string `json:"neverReadyImages,omitempty"`
+}
+
+// KwokParams is the simulator's setup.
+type KwokParams struct {
+	Cluster     string `json:"cluster"`
+	Parallelism int    `json:"parallelism"` // kwok controller workers per stage kind
 }
 
 // ControllerParams are the settings one controller under test ran with.
@@ -63,7 +96,10 @@ type ControllerParams struct {
 	Workers int     `json:"workers"` // concurrent DaemonSet syncs
 	// BurstReplicas caps pod creations per sync (upstream's burstReplicas).
 	BurstReplicas int      `json:"burstReplicas,omitempty"`
-	Args          []string `json:"args,omitempty"`
+	// Args are its full command line (ports and kubeconfig as placeholders).
+	Args []string `json:"args,omitempty"`
+	// BinarySHA256 identifies the binary exactly.
+	BinarySHA256 string `json:"binarySHA256,omitempty"`
 }
 
 // ClientParams are client-side rate limits.

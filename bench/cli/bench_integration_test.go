@@ -96,6 +96,20 @@ func TestSmokeBench(t *testing.T) {
 	if !reports.Holds(reports.CheckInvariants(r), reports.ControllerOurs) {
 		t.Errorf("invariants do not hold for our controller:\n%v", reports.CheckInvariants(r))
 	}
+	// What it takes to reproduce the run is in report.json.
+	if p := r.Params; p.Nodes != 100 || p.Repetitions != 3 || len(p.PerScenario) != 1 || p.PerScenario[0].Seed == 0 || p.Kwok == nil {
+		t.Errorf("params %+v: want nodes 100, repetitions 3, the scenario's seed and kwok's setup", p)
+	}
+	for _, c := range r.Params.Controllers {
+		if len(c.Args) == 0 || len(c.BinarySHA256) != 64 {
+			t.Errorf("controller %s: args %v, sha256 %q; want both", c.Name, c.Args, c.BinarySHA256)
+		}
+	}
+	for _, run := range r.Runs {
+		if h := run.Harness; h == nil || h.Events == 0 || h.CPUSeconds <= 0 {
+			t.Errorf("%s: harness figures %+v, want events and CPU", run.ID(), h)
+		}
+	}
 	bench, err := os.ReadFile(filepath.Join(dir, reports.BenchFile))
 	if err != nil || !strings.Contains(string(bench), "BenchmarkScenario/bench-rollout/") {
 		t.Errorf("bench.txt: %v\n%s", err, bench)

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"io"
 	"fmt"
 	"os"
 	"os/exec"
@@ -228,6 +231,17 @@ func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func
 	}
 
 	report := newReport(f, scs, which)
+	for i := range report.Params.Controllers {
+		cp := &report.Params.Controllers[i]
+		conf := ctrl
+		conf.Which = bench.Controller(cp.Name)
+		cp.Args = conf.Args()
+		cp.Binary = runner.Binary(conf.Which)
+		cp.BinarySHA256 = fileSHA256(cp.Binary)
+	}
+	if owns {
+		report.Params.Kwok = &reports.KwokParams{Cluster: f.cluster.name, Parallelism: f.cluster.parallelism}
+	}
 	save := func() error { return reports.Write(out, report) }
 	for _, sc := range scs {
 		reps := sc.Repetitions
@@ -368,6 +382,33 @@ func newReport(f *runFlags, scs []*scenarios.Scenario, which []bench.Controller)
 	}
 	r.Params.Nodes = f.nodes
 	r.Params.Repetitions = f.reps
+	nodes, reps := map[int]bool{}, map[int]bool{}
+	for _, sc := range scs {
+		p := reports.ScenarioParams{Name: sc.Metadata.Name, Source: sc.Source, Seed: sc.Seed, Nodes: sc.DefaultNodes(),
+			Repetitions: max(sc.Repetitions, 1), HoldSeconds: sc.BarrierHold().Seconds()}
+		if f.nodes > 0 {
+			p.Nodes = f.nodes
+		}
+		if f.reps > 0 {
+			p.Repetitions = f.reps
+		}
+		b := sc.Cluster.Pods
+		p.Pods = reports.PodStages{ReadyDelaySeconds: b.ReadyDelay.Seconds(), ReadyJitterSeconds: b.ReadyJitter.Seconds(),
+			DeleteDelaySeconds: b.DeleteDelay.Seconds(), FailImages: b.FailImages, NeverReadyImages: b.NeverReadyImages}
+		r.Params.PerScenario = append(r.Params.PerScenario, p)
+		nodes[p.Nodes], reps[p.Repetitions] = true, true
+	}
+	// One value for all: record it, never 0; several: PerScenario has them.
+	if len(nodes) == 1 {
+		for n := range nodes {
+			r.Params.Nodes = n
+		}
+	}
+	if len(reps) == 1 {
+		for n := range reps {
+			r.Params.Repetitions = n
+		}
+	}
 	r.Params.Interleaved = f.interleave && len(which) > 1
 	for _, w := range which {
 		r.Params.Controllers = append(r.Params.Controllers, reports.ControllerParams{Name: string(w), QPS: f.qps, Burst: f.burst, Workers: f.workers})
@@ -382,6 +423,20 @@ func newReport(f *runFlags, scs []*scenarios.Scenario, which []bench.Controller)
 	}
 	r.Machine = machine()
 	return r
+}
+
+// fileSHA256 is the file's SHA-256 in hex, or "" when it cannot be read.
+func fileSHA256(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func machine() reports.Machine {
