@@ -95,7 +95,7 @@ type ControllerParams struct {
 	Burst   int     `json:"burst"`
 	Workers int     `json:"workers"` // concurrent DaemonSet syncs
 	// BurstReplicas caps pod creations per sync (upstream's burstReplicas).
-	BurstReplicas int      `json:"burstReplicas,omitempty"`
+	BurstReplicas int `json:"burstReplicas,omitempty"`
 	// Args are its full command line (ports and kubeconfig as placeholders).
 	Args []string `json:"args,omitempty"`
 	// BinarySHA256 identifies the binary exactly.
