@@ -92,19 +92,12 @@ func scaleCounts(pools []NodePool, def, nodes int) []int {
 
 // scaleSteps scales counts and clamps them to the pool sizes the steps
 // before leave, as Validate computes them.
-func scaleSteps(steps []Step, factor float64, sizes map[string]int, daemonSets int) {
-	total := func() int {
-		n := 0
-		for _, c := range sizes {
-			n += c
-		}
-		return n
-	}
+func scaleSteps(steps []Step, factor float64, sizes poolSizes, daemonSets int) {
 	for i := range steps {
 		st := &steps[i]
 		if t := st.Target(); t != nil && t.Count > 0 {
 			t.Count = max(1, int(math.Round(float64(t.Count)*factor)))
-			size := total()
+			size := sizes.total()
 			if t.Pool != "" {
 				size = sizes[t.Pool]
 			}
@@ -119,26 +112,15 @@ func scaleSteps(steps []Step, factor float64, sizes map[string]int, daemonSets i
 				t.Count = limit
 			}
 		}
-		if n := st.Nodes; n != nil && n.Pool != "" {
-			switch n.Action {
-			case NodeJoin:
-				sizes[n.Pool] += n.Resolve(sizes[n.Pool])
-			case NodeLeave:
-				sizes[n.Pool] = max(0, sizes[n.Pool]-n.Resolve(sizes[n.Pool]))
-			}
-		}
+		sizes.afterNodes(st.Nodes)
 		if st.Parallel != nil {
-			base := maps.Clone(sizes)
+			var ends []poolSizes
 			for _, branch := range st.Parallel {
-				b := maps.Clone(base)
+				b := maps.Clone(sizes)
 				scaleSteps(branch, factor, b, daemonSets)
-				for pool, n := range b {
-					sizes[pool] += n - base[pool]
-				}
+				ends = append(ends, b)
 			}
-			for pool, n := range sizes {
-				sizes[pool] = max(0, n)
-			}
+			sizes.afterParallel(ends)
 		}
 	}
 }

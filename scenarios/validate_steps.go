@@ -18,7 +18,7 @@ import (
 // simState is what the steps so far have done, as far as it can be known
 // before running: pool sizes, live DaemonSets, the controller.
 type simState struct {
-	pools        map[string]int
+	pools        poolSizes
 	live         map[string]*dsState // "namespace/name"
 	controllerUp bool
 }
@@ -71,16 +71,10 @@ func (st *simState) clone() *simState {
 	return &simState{pools: maps.Clone(st.pools), live: maps.Clone(st.live), controllerUp: st.controllerUp}
 }
 
-func (st *simState) total() int {
-	n := 0
-	for _, c := range st.pools {
-		n += c
-	}
-	return n
-}
+func (st *simState) total() int { return st.pools.total() }
 
 func (v *validator) steps() {
-	st := &simState{pools: map[string]int{}, live: map[string]*dsState{}, controllerUp: true}
+	st := &simState{pools: poolSizes{}, live: map[string]*dsState{}, controllerUp: true}
 	for _, p := range v.s.Cluster.Pools {
 		st.pools[p.Name] = max(0, p.Count)
 	}
@@ -349,16 +343,11 @@ func (v *validator) nodes(n *NodesStep, path string, st *simState) {
 		v.errorf(joinPath(path, "selector"), "selector does not apply to join: new nodes get the pool's labels")
 	}
 	size := v.target(&n.NodeTarget, path, st, n.Action == NodeJoin)
+	if size >= 0 {
+		st.pools.afterNodes(n)
+	}
 	switch n.Action {
-	case NodeJoin:
-		if size >= 0 && n.Pool != "" {
-			st.pools[n.Pool] += n.Resolve(size)
-		}
-	case NodeLeave:
-		if size > 0 && n.Pool != "" {
-			st.pools[n.Pool] -= n.Resolve(size)
-		}
-	case NodeReplace:
+	case NodeJoin, NodeLeave, NodeReplace:
 	case "":
 		v.errorf(joinPath(path, "action"), "action is required: join, leave or replace")
 	default:
@@ -583,6 +572,7 @@ func (v *validator) parallel(branches [][]Step, path string, st *simState) *simS
 		return st
 	}
 	out := st.clone()
+	var ends []poolSizes
 	controllerBranch := -1
 	createdBy := map[string]int{}
 	for b, branch := range branches {
@@ -592,9 +582,7 @@ func (v *validator) parallel(branches [][]Step, path string, st *simState) *simS
 			continue
 		}
 		end := v.stepList(branch, bpath, st.clone())
-		for pool, n := range end.pools {
-			out.pools[pool] += n - st.pools[pool]
-		}
+		ends = append(ends, end.pools)
 		for key, d := range end.live {
 			if st.live[key] == nil {
 				if prev, dup := createdBy[key]; dup {
@@ -619,9 +607,7 @@ func (v *validator) parallel(branches [][]Step, path string, st *simState) *simS
 			out.controllerUp = end.controllerUp
 		}
 	}
-	for pool, n := range out.pools {
-		out.pools[pool] = max(0, n)
-	}
+	out.pools.afterParallel(ends)
 	return out
 }
 
