@@ -8,9 +8,9 @@ import (
 
 func TestPoolSizesWalk(t *testing.T) {
 	p := poolSizes{"a": 10, "b": 4}
-	p.afterNodes(&NodesStep{Action: NodeJoin, Pool: "a", NodeTarget: NodeTarget{Count: 3}})
-	p.afterNodes(&NodesStep{Action: NodeLeave, Pool: "b", NodeTarget: NodeTarget{Fraction: 0.5}})
-	p.afterNodes(&NodesStep{Action: NodeReplace, Pool: "a", NodeTarget: NodeTarget{Count: 5}})
+	p.afterNodes(&NodesStep{Action: NodeJoin, NodeTarget: NodeTarget{Pool: "a", Count: 3}})
+	p.afterNodes(&NodesStep{Action: NodeLeave, NodeTarget: NodeTarget{Pool: "b", Fraction: 0.5}})
+	p.afterNodes(&NodesStep{Action: NodeReplace, NodeTarget: NodeTarget{Pool: "a", Count: 5}})
 	p.afterNodes(nil)
 	if want := (poolSizes{"a": 13, "b": 2}); !cmp.Equal(p, want) {
 		t.Fatalf("after join, leave and replace: %v, want %v", p, want)
