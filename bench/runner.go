@@ -354,6 +354,9 @@ func (s *runState) play(ctx context.Context) (err error) {
 		// Every scenario ends converged: an implicit barrier closes it.
 		runErr = s.waitConverged(ctx, &scenarios.WaitStep{}, "final waitConverged")
 	}
+	if runErr == nil {
+		s.waitStatusSettled(ctx)
+	}
 	s.collect(ctx)
 	return runErr
 }
@@ -748,6 +751,16 @@ func (s *runState) showProgress() {
 	}
 	s.mu.Unlock()
 	p.Status(fmt.Sprintf("%d nodes; %s", nodes, strings.Join(parts, ", ")))
+}
+
+// waitStatusSettled gives the DaemonSets' status writes up to StatusLag after
+// the final convergence, so that the oracle judges every run's status.
+func (s *runState) waitStatusSettled(ctx context.Context) {
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, StatusLag+2*time.Second, true, func(context.Context) (bool, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.checker.StatusSettled(), nil
+	})
 }
 
 // nudge touches a pod that kwok left Pending, so that kwok sees an event

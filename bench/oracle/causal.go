@@ -4,6 +4,9 @@ import (
 	"container/heap"
 	"fmt"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Rules that judge what the controller did against what it could have known,
@@ -301,4 +304,50 @@ func (c *Checker) armStatus(s *dsState) {
 	if c.cfg.StatusLag > 0 && s.converged {
 		heap.Push(&c.wakes, wake{at: s.convergedSince.Add(c.cfg.StatusLag), ds: s.key, kind: wakeStatus})
 	}
+}
+
+// checkBesideOrphan judges a pod first seen at t: created on a node where
+// an orphan the DaemonSet selects had been waiting for adoption longer than
+// CacheLag, it is a second daemon on that node, which adopting would have
+// avoided.
+func (c *Checker) checkBesideOrphan(s *dsState, pe *podEntry, t time.Time) {
+	if pe.node == "" || pe.pod.DeletionTimestamp != nil {
+		return
+	}
+	created := pe.placedAt
+	if ct := pe.pod.CreationTimestamp.Time; !ct.IsZero() && ct.Before(created) {
+		created = ct
+	}
+	sel := s.e.selector()
+	for _, o := range sortedValues(c.w.orphans) {
+		if o.node != pe.node || o.pod.Namespace != pe.pod.Namespace || o.pod.DeletionTimestamp != nil || isTerminalPod(o.pod) {
+			continue
+		}
+		if !sel.Matches(labels.Set(o.pod.Labels)) || !o.placedAt.Add(c.cfg.CacheLag).Before(created) {
+			continue
+		}
+		c.reported = append(c.reported, Violation{DaemonSet: s.key, Kind: OrphanPod, Node: pe.node, Pod: pe.key, Start: t, End: t,
+			Detail: fmt.Sprintf("pod %s created beside orphan %s, which the DaemonSet selects and should have adopted", pe.key, o.key)})
+		return
+	}
+}
+
+func isTerminalPod(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
+}
+
+// StatusSettled says whether every converged DaemonSet's status agrees with
+// the oracle, or has had StatusLag to do so (a StatusMismatch is then open).
+// The runner waits for it at the end of a run, so that every run judges the
+// status at least once.
+func (c *Checker) StatusSettled() bool {
+	if c.cfg.StatusLag <= 0 {
+		return true
+	}
+	for _, s := range c.ds {
+		if s.converged && c.now.Before(s.convergedSince.Add(c.cfg.StatusLag)) && s.statusDiff() != "" {
+			return false
+		}
+	}
+	return true
 }

@@ -26,7 +26,7 @@ func TestCausalRules(t *testing.T) {
 	ds := daemonSet("d")
 	upd := daemonSet("d", image("pause:2", 2))
 	sel := daemonSet("d", nodeSelector("role", "x"))
-	grace := map[oracle.Kind]time.Duration{oracle.MissingPod: 10 * time.Second}
+	grace := map[oracle.Kind]time.Duration{oracle.MissingPod: 10 * time.Second, oracle.OrphanPod: time.Minute}
 	cfg := oracle.Config{Grace: grace, CacheLag: 2 * time.Second, StaleCreateLag: 10 * time.Second, StallAfter: 30 * time.Second}
 	statusCfg := oracle.Config{Grace: grace, CacheLag: 2 * time.Second, StatusLag: 10 * time.Second}
 	// healthy: one node running a current available pod since 1 s.
@@ -153,6 +153,25 @@ func TestCausalRules(t *testing.T) {
 			finish: 60,
 		},
 		{
+			name: "a new pod beside an orphan it should have adopted",
+			cfg:  cfg,
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, pod(ds, "orphan", "n1", ready(at(0)), orphaned))
+				tl.add(5, ds).add(6, pod(ds, "a", "n1")).mod(7, pod(ds, "a", "n1", ready(at(7))))
+			},
+			finish: 9,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.OrphanPod, Node: "n1", Pod: "default/a", Start: at(6), End: at(6)}},
+		},
+		{
+			name: "correct: the orphan is adopted",
+			cfg:  cfg,
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, pod(ds, "orphan", "n1", ready(at(0)), orphaned))
+				tl.add(5, ds).mod(6, pod(ds, "orphan", "n1", ready(at(0))))
+			},
+			finish: 9,
+		},
+		{
 			name: "status never written",
 			cfg:  statusCfg,
 			events: func(tl *timeline) {
@@ -274,5 +293,37 @@ func TestUpstreamOverUnavailableWindow(t *testing.T) {
 	want := []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.Overunavailable, Start: at(7), End: at(8), Peak: 2, Allowed: 1}}
 	if diff := cmp.Diff(want, got, ignoreDetail); diff != "" {
 		t.Errorf("violations (-want +got):\n%s", diff)
+	}
+}
+
+func TestStatusSettled(t *testing.T) {
+	ds := daemonSet("d")
+	c := oracle.NewChecker(oracle.Config{Grace: map[oracle.Kind]time.Duration{oracle.MissingPod: time.Minute}, StatusLag: 10 * time.Second})
+	var tl timeline
+	tl.add(0, node("n1")).add(0, ds).add(0, pod(ds, "a", "n1")).mod(2, pod(ds, "a", "n1", ready(at(2))))
+	for _, ev := range tl {
+		if err := c.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.StatusSettled() {
+		t.Fatal("settled at 2 s with the status never written")
+	}
+	if err := c.Apply(oracle.Event{Time: at(3), Kind: oracle.Modified, Object: daemonSet("d", withStatus(1))}); err != nil {
+		t.Fatal(err)
+	}
+	if !c.StatusSettled() {
+		t.Fatal("not settled once the right status was written")
+	}
+	c2 := oracle.NewChecker(oracle.Config{Grace: map[oracle.Kind]time.Duration{oracle.MissingPod: time.Minute}, StatusLag: 10 * time.Second})
+	for _, ev := range tl {
+		c2.Apply(ev)
+	}
+	c2.Advance(at(12))
+	if !c2.StatusSettled() {
+		t.Fatal("not settled after StatusLag: the mismatch is then a violation, not a wait")
+	}
+	if vs := c2.Violations(); len(vs) != 1 || vs[0].Kind != oracle.StatusMismatch {
+		t.Fatalf("violations %+v, want one StatusMismatch", vs)
 	}
 }

@@ -58,7 +58,9 @@ const (
 	Overunavailable Kind = "Overunavailable"
 	// OrphanPod: a non-terminating pod without a controller reference that a
 	// live DaemonSet's selector matches (in its namespace) and that nobody
-	// adopted. Reported against the first such DaemonSet by key.
+	// adopted. Reported against the first such DaemonSet by key. Also, at
+	// once, a pod the DaemonSet created on a node beside such an orphan that
+	// had waited longer than CacheLag: adopting it was the controller's job.
 	OrphanPod Kind = "OrphanPod"
 	// Oversurge: during a rolling update with maxSurge, more must-run nodes
 	// run a new pod that is not yet available beside an available old pod
@@ -506,6 +508,7 @@ func (c *Checker) onPod(ch change, t time.Time) {
 		c.curPod = ""
 		if pe := c.w.pods[ch.pod]; ch.podNew && pe != nil && pe.owner == uid {
 			c.checkStaleCreate(s, pe, t)
+			c.checkBesideOrphan(s, pe, t)
 		}
 		c.settle(s, t)
 	}
