@@ -806,29 +806,7 @@ func (s *runState) expectedDuring(kind scenarios.ViolationKind, ds string, from,
 }
 
 // scenarioKind maps the oracle's invariant names to the scenario format's.
-func scenarioKind(k oracle.Kind) scenarios.ViolationKind {
-	switch k {
-	case oracle.DuplicatePods:
-		return scenarios.DuplicatePod
-	case oracle.PodOnIneligibleNode, oracle.PodOnDeletedNode, oracle.OrphanPod:
-		return scenarios.UnexpectedPod
-	case oracle.MissingPod:
-		return scenarios.MissingPod
-	case oracle.Overunavailable:
-		return scenarios.MaxUnavailableExceeded
-	case oracle.Oversurge:
-		return scenarios.MaxSurgeExceeded
-	case oracle.StaleCreate:
-		return scenarios.StaleRevision
-	case oracle.StatusMismatch:
-		return scenarios.StatusMismatch
-	case oracle.UnrequestedDisruption:
-		return scenarios.UnrequestedDisruption
-	case oracle.RolloutStalled:
-		return scenarios.RolloutStalled
-	}
-	return scenarios.ViolationKind(k)
-}
+func scenarioKind(k oracle.Kind) scenarios.ViolationKind { return k.Family() }
 
 // collect turns the oracle's findings and the process's cost into the run.
 func (s *runState) collect(ctx context.Context) {
