@@ -261,11 +261,7 @@ func runMutants(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 		cell := judgeMutantRun(c.variant, run, fault)
-		verdict := "missed"
-		if cell.Caught {
-			verdict = "caught by " + cell.Kind
-		}
-		fmt.Fprintf(env.Stderr, "%s on %s: %s (%.0fs)\n", c.variant, c.scenario, verdict, cell.Seconds)
+		fmt.Fprintf(env.Stderr, "%s on %s: %s (%.0fs)\n", c.variant, c.scenario, cellText(cell, true), cell.Seconds)
 		cells = append(cells, cell)
 		if err := save(); err != nil {
 			return err
