@@ -58,10 +58,13 @@ type mutantCell struct {
 	// Faulted: the variant acted wrongly at all in this run.
 	Faulted bool `json:"faulted"`
 	// Timeouts are NotConverged and other unspecific findings.
-	Timeouts int     `json:"timeouts,omitempty"`
-	Outcome  string  `json:"outcome"`
-	Error    string  `json:"error,omitempty"`
-	Seconds  float64 `json:"seconds"`
+	Timeouts int `json:"timeouts,omitempty"`
+	// Spurious are specific violations that began before the variant's
+	// first wrong action (or without any): not its bug, so no catch.
+	Spurious []string `json:"spurious,omitempty"`
+	Outcome  string   `json:"outcome"`
+	Error    string   `json:"error,omitempty"`
+	Seconds  float64  `json:"seconds"`
 }
 
 // specificKind says whether a violation names what went wrong, rather
@@ -86,6 +89,12 @@ func judgeMutantRun(variant string, run reports.Run, fault time.Time) mutantCell
 		}
 		if !specificKind(v.Kind) {
 			c.Timeouts++
+			continue
+		}
+		// The oracle may see the fault's effect before the variant's own
+		// clock wrote it down, but not long before.
+		if variant != correctVariant && (fault.IsZero() || v.Start.Before(fault.Add(-time.Second))) {
+			c.Spurious = append(c.Spurious, v.Kind)
 			continue
 		}
 		if !c.Caught {
@@ -285,6 +294,9 @@ func mutantVerdict(cells []mutantCell) []string {
 	caught := map[string]bool{}
 	var variants []string
 	for _, c := range cells {
+		if len(c.Spurious) > 0 {
+			problems = append(problems, fmt.Sprintf("%s on %s: %s before any fault (a finding a correct controller could have caused)", c.Variant, c.Scenario, strings.Join(c.Spurious, ", ")))
+		}
 		if c.Variant == correctVariant {
 			if c.Caught || c.Timeouts > 0 || c.Outcome != reports.OutcomeOK {
 				problems = append(problems, fmt.Sprintf("the correct controller is not clean on %s (%s%s)", c.Scenario, c.Kind, errSuffix(c.Error)))
@@ -339,10 +351,10 @@ func cellText(c mutantCell, ran bool) string {
 		return "clean"
 	case c.Variant == correctVariant:
 		return fmt.Sprintf("**NOT CLEAN** (%s, %d timeouts)", c.Kind, c.Timeouts)
-	case c.Caught && c.FaultToCatch >= 0:
-		return fmt.Sprintf("%s +%.1fs", c.Kind, c.FaultToCatch)
+	case len(c.Spurious) > 0 && !c.Caught:
+		return fmt.Sprintf("**missed** (%s before any fault)", strings.Join(c.Spurious, ", "))
 	case c.Caught:
-		return c.Kind
+		return fmt.Sprintf("%s +%.1fs", c.Kind, c.FaultToCatch)
 	case !c.Faulted:
 		return "missed (no fault)"
 	case c.Timeouts > 0:

@@ -26,6 +26,12 @@ func TestJudgeMutantRun(t *testing.T) {
 				{Kind: "Oversurge", Start: t0.Add(5 * time.Second)},
 				{Kind: "MissingPod", Start: t0.Add(9 * time.Second)},
 			}}, fault, "Oversurge +2.0s"},
+		{"a violation before the fault is not a catch",
+			reports.Run{Outcome: reports.OutcomeFailed, Violations: []reports.Violation{{Kind: "Oversurge", Start: t0}}},
+			fault, "**missed** (Oversurge before any fault)"},
+		{"a violation without any fault is not a catch",
+			reports.Run{Outcome: reports.OutcomeFailed, Violations: []reports.Violation{{Kind: "Oversurge", Start: t0}}},
+			time.Time{}, "**missed** (Oversurge before any fault)"},
 		{"expected violations never count",
 			reports.Run{Outcome: reports.OutcomeOK, Violations: []reports.Violation{{Kind: "MissingPod", Start: t0, Expected: true}}},
 			fault, "**missed**"},
@@ -50,7 +56,7 @@ func TestJudgeMutantRun(t *testing.T) {
 func TestMutantVerdict(t *testing.T) {
 	cells := []mutantCell{
 		{Variant: "a", Scenario: "s1", Faulted: true, FaultToCatch: -1, Outcome: reports.OutcomeOK},
-		{Variant: "a", Scenario: "s2", Faulted: true, FaultToCatch: -1, Caught: true, Kind: "DuplicatePods", Outcome: reports.OutcomeFailed},
+		{Variant: "a", Scenario: "s2", Faulted: true, FaultToCatch: 1.5, Caught: true, Kind: "DuplicatePods", Outcome: reports.OutcomeFailed},
 		{Variant: "b", Scenario: "s1", Faulted: true, FaultToCatch: -1, Timeouts: 1, Outcome: reports.OutcomeFailed},
 		{Variant: correctVariant, Scenario: "s1", Outcome: reports.OutcomeOK},
 		{Variant: correctVariant, Scenario: "s2", Caught: true, Kind: "MissingPod", Outcome: reports.OutcomeOK},
@@ -65,7 +71,7 @@ func TestMutantVerdict(t *testing.T) {
 		t.Errorf("verdict %q blames a caught variant or a clean run", got)
 	}
 	table := mutantTable(cells)
-	for _, want := range []string{"| variant | s1 | s2 |", "| a | **missed** | DuplicatePods |", "| b | missed (timeout only) | · |", "| correct | clean | **NOT CLEAN** (MissingPod, 0 timeouts) |"} {
+	for _, want := range []string{"| variant | s1 | s2 |", "| a | **missed** | DuplicatePods +1.5s |", "| b | missed (timeout only) | · |", "| correct | clean | **NOT CLEAN** (MissingPod, 0 timeouts) |"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}

@@ -23,9 +23,11 @@ const (
 	// DaemonSet lives on (each judged CacheLag around the deletion, as the
 	// oracle's watches may see them in another order than the controller).
 	UnrequestedDisruption Kind = "UnrequestedDisruption"
-	// StaleCreate: a pod of an old revision was created more than
-	// StaleCreateLag after the oracle saw the DaemonSet's current template;
-	// the controller creates from the current template only.
+	// StaleCreate: a pod of an old revision was created after the
+	// controller had shown it knew the current template (it had already
+	// created a pod of it since the template changed: one DaemonSet is never
+	// synced twice at once, so no earlier sync can still be creating), or
+	// more than StaleCreateLag after the oracle saw the template.
 	StaleCreate Kind = "StaleCreate"
 	// RolloutStalled: during a rolling update, old pods stayed on must-run
 	// nodes with room in the budget (fewer nodes unavailable than
@@ -123,19 +125,29 @@ func (c *Checker) excuseDisruption(d disruption) string {
 
 // checkStaleCreate judges a pod first seen at t.
 func (c *Checker) checkStaleCreate(s *dsState, pe *podEntry, t time.Time) {
-	if c.cfg.StaleCreateLag <= 0 || pe.pod.DeletionTimestamp != nil || s.e.rev.matches(pe.pod) {
+	if c.cfg.StaleCreateLag <= 0 || pe.pod.DeletionTimestamp != nil {
+		return
+	}
+	if s.e.rev.matches(pe.pod) {
+		if pe.firstRV != 0 && (s.firstCurrentRV == 0 || pe.firstRV < s.firstCurrentRV) {
+			s.firstCurrentRV = pe.firstRV
+		}
 		return
 	}
 	created := pe.placedAt
 	if ct := pe.pod.CreationTimestamp.Time; !ct.IsZero() && ct.Before(created) {
 		created = ct
 	}
-	if !created.After(s.templateSince.Add(c.cfg.StaleCreateLag)) {
+	why := ""
+	switch {
+	case s.firstCurrentRV != 0 && pe.firstRV > s.firstCurrentRV:
+		why = fmt.Sprintf("pod %s of an old revision created after the controller had created a pod of the current one", pe.key)
+	case created.After(s.templateSince.Add(c.cfg.StaleCreateLag)):
+		why = fmt.Sprintf("pod %s of an old revision created %s after the current template was seen", pe.key, created.Sub(s.templateSince).Round(time.Millisecond))
+	default:
 		return
 	}
-	c.reported = append(c.reported, Violation{DaemonSet: s.key, Kind: StaleCreate, Node: pe.node, Pod: pe.key,
-		Start: t, End: t, Detail: fmt.Sprintf("pod %s of an old revision created %s after the current template was seen",
-			pe.key, created.Sub(s.templateSince).Round(time.Millisecond))})
+	c.reported = append(c.reported, Violation{DaemonSet: s.key, Kind: StaleCreate, Node: pe.node, Pod: pe.key, Start: t, End: t, Detail: why})
 }
 
 // activity restarts the DaemonSet's stall clock at t and ends a stall.

@@ -7,9 +7,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dsbench/dsbench/bench/oracle"
 )
+
+func withRV(rv string) podOpt { return func(p *corev1.Pod) { p.ResourceVersion = rv } }
 
 // withStatus sets the status a correct controller writes for a converged
 // DaemonSet whose desired nodes all run one current available pod.
@@ -105,6 +108,17 @@ func TestCausalRules(t *testing.T) {
 			},
 			finish: 30,
 			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.StaleCreate, Node: "n2", Pod: "default/c", Start: at(21), End: at(21)}},
+		},
+		{
+			name: "an old pod created after a pod of the new template, within the lag",
+			cfg:  cfg,
+			events: func(tl *timeline) {
+				tl.add(0, node("n1")).add(0, node("n2")).add(0, node("n3")).add(0, ds)
+				tl.add(0, pod(ds, "a", "n1", ready(at(0)), withRV("10"))).mod(5, upd)
+				tl.add(6, pod(upd, "b", "n2", withRV("20"))).add(7, pod(upd, "c", "n3", oldRev(ds), withRV("21")))
+			},
+			finish: 8,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.StaleCreate, Node: "n3", Pod: "default/c", Start: at(7), End: at(7)}},
 		},
 		{
 			name: "correct: an old pod created by a sync under way when the template changed",

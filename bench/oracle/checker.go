@@ -209,6 +209,9 @@ type dsState struct {
 	// lastActivity the last change of the DaemonSet or its pods (or a
 	// controller start); stallWake the pending stall check.
 	templateSince, lastActivity, stallWake time.Time
+	// firstCurrentRV is the lowest creation resourceVersion of a pod of
+	// the current template first seen since it became current (0: none).
+	firstCurrentRV uint64
 }
 
 // recentLimit is a maxUnavailable limit that applied until shortly before.
@@ -405,7 +408,7 @@ func (c *Checker) onDS(key string, t time.Time) {
 				return
 			}
 			if prev.rev.hash != e.rev.hash {
-				s.templateSince = t
+				s.templateSince, s.firstCurrentRV = t, 0
 			}
 			switch {
 			case !e.rolling():
