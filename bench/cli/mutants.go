@@ -234,6 +234,9 @@ func runMutants(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	out := filepath.Join(f.outBase, "mutants-"+time.Now().UTC().Format("20060102T150405Z"))
+	if err := os.MkdirAll(filepath.Join(out, "runs"), 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", out, err)
+	}
 	if err := os.MkdirAll(filepath.Join(out, "faults"), 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", out, err)
 	}
@@ -267,6 +270,11 @@ func runMutants(ctx context.Context, env Env, args []string) error {
 		progress.Done()
 		fault, err := firstFault(faults)
 		if err != nil {
+			return err
+		}
+		// The whole run, violations with their details included, for
+		// whoever has to find out why a cell is what it is.
+		if err := writeJSON(filepath.Join(out, "runs", c.variant+"-"+c.scenario+".json"), run); err != nil {
 			return err
 		}
 		cell := judgeMutantRun(c.variant, run, fault)

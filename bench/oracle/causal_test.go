@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/dsbench/dsbench/bench/oracle"
 )
@@ -339,5 +340,49 @@ func TestStatusSettled(t *testing.T) {
 	}
 	if vs := c2.Violations(); len(vs) != 1 || vs[0].Kind != oracle.StatusMismatch {
 		t.Fatalf("violations %+v, want one StatusMismatch", vs)
+	}
+}
+
+// A maxSurge percentage that shrinks under surges already in flight (must-run
+// nodes left) is not the controller's doing, until it surges one more node.
+func TestOversurgeExcusesShrinkingLimit(t *testing.T) {
+	pct, zero := intstr.FromString("20%"), intstr.FromInt32(0)
+	ds := daemonSet("d", maxSurge(pct), maxUnavailable(zero))
+	upd := daemonSet("d", maxSurge(pct), maxUnavailable(zero), image("pause:2", 2))
+	run := func(extraSurge bool) []oracle.Violation {
+		var tl timeline
+		names := []string{"n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9"}
+		for _, n := range names {
+			tl.add(0, node(n))
+		}
+		tl.add(0, ds)
+		for _, n := range names {
+			tl.add(0, pod(ds, "old-"+n, n, ready(at(0))))
+		}
+		tl.mod(5, upd)
+		// maxSurge 20% of 10 = 2: n0 and n1 surge.
+		tl.add(6, pod(upd, "new-n0", "n0")).add(6, pod(upd, "new-n1", "n1"))
+		// Five other nodes leave: 20% of 5 = 1, under the 2 in flight.
+		for _, n := range names[5:] {
+			tl.del(7, node(n))
+		}
+		if extraSurge {
+			tl.add(12, pod(upd, "new-n2", "n2"))
+		}
+		c := feed(t, oracle.Config{Grace: map[oracle.Kind]time.Duration{oracle.MissingPod: time.Minute, oracle.PodOnDeletedNode: time.Minute},
+			CacheLag: 2 * time.Second, LimitLag: 2 * time.Second}, tl)
+		var out []oracle.Violation
+		for _, v := range c.Finish(at(15)) {
+			if v.Kind == oracle.Oversurge {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	if got := run(false); len(got) != 0 {
+		t.Errorf("surges within the limit when made, then the limit shrank: %+v, want no Oversurge", got)
+	}
+	if got := run(true); len(got) != 1 || got[0].Start != at(12) || got[0].Peak != 3 || got[0].Allowed != 1 {
+		t.Errorf("one more surge over the shrunk limit: %+v, want Oversurge at 12 s, 3 of 1", got)
 	}
 }

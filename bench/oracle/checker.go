@@ -66,7 +66,9 @@ const (
 	// run a new pod that is not yet available beside an available old pod
 	// than maxSurge allows (resolved against the must-run nodes, rounded up,
 	// as upstream's SurgeCount). A node whose old pod is unavailable may get
-	// its replacement beyond the limit, as upstream.
+	// its replacement beyond the limit, as upstream. A percentage that shrank
+	// under surges already in flight (must-run nodes left) is excused as
+	// Overunavailable's is, until one more node surges.
 	Oversurge Kind = "Oversurge"
 )
 
@@ -193,14 +195,9 @@ type dsState struct {
 	nodes map[string]*nodeTrack
 	// Aggregates over nodes, kept incrementally.
 	mustRun, notOK, disrupted, surging int
-	// lastDisrupted is disrupted at the previous settle; excusedDisrupted,
-	// when not 0, the level of disruption excused because the limit shrank
-	// under it (see Overunavailable).
-	lastDisrupted, excusedDisrupted int
-	// lastAllowed is the limit at the previous settle; recentLimits the
-	// higher limits a lagging controller may still apply (see LimitLag).
-	lastAllowed    int
-	recentLimits   []recentLimit
+	// unav and surge judge disrupted against maxUnavailable and surging
+	// against maxSurge, excusing a limit that shrank under them.
+	unav, surge    limitGuard
 	unplaced       int
 	converged      bool
 	convergedSince time.Time
@@ -740,7 +737,9 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 	c.armStall(s)
 	// Without surge, two pods on a node are DuplicatePods alone.
 	maxSurge, _ := s.e.limits(s.mustRun)
-	c.episode(episodeKey{ds: s.key, kind: Oversurge}, s.e.surge() && s.surging > maxSurge, t, func(x *Violation) {
+	sk := episodeKey{ds: s.key, kind: Oversurge}
+	overSurge, maxSurge := s.surge.judge(s.surging, maxSurge, t, c.cfg.LimitLag, c.open[sk] != nil)
+	c.episode(sk, s.e.surge() && overSurge, t, func(x *Violation) {
 		if s.surging > x.Peak {
 			x.Peak, x.Allowed = s.surging, maxSurge
 		}
@@ -753,36 +752,12 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 		return
 	}
 	_, allowed := s.e.limits(s.mustRun)
-	if allowed < s.lastAllowed && c.cfg.LimitLag > 0 {
-		s.recentLimits = append(s.recentLimits, recentLimit{until: t.Add(c.cfg.LimitLag), allowed: s.lastAllowed})
-	}
-	s.lastAllowed = allowed
-	kept := s.recentLimits[:0]
-	for _, l := range s.recentLimits {
-		if t.Before(l.until) {
-			kept = append(kept, l)
-			allowed = max(allowed, l.allowed)
-		}
-	}
-	s.recentLimits = kept
+	k := episodeKey{ds: s.key, kind: Overunavailable}
+	over, allowed := s.unav.judge(s.disrupted, allowed, t, c.cfg.LimitLag, c.open[k] != nil)
+	over = over && !conv
 	if s.disrupted > r.PeakUnavailable {
 		r.PeakUnavailable, r.AllowedAtPeak = s.disrupted, allowed
 	}
-	k := episodeKey{ds: s.key, kind: Overunavailable}
-	over := s.disrupted > allowed && !conv
-	switch {
-	case !over:
-		s.excusedDisrupted = 0
-	case s.disrupted <= s.excusedDisrupted:
-		over = false
-	case s.disrupted <= s.lastDisrupted && c.open[k] == nil:
-		// Over only because the limit shrank (must-run nodes left) under
-		// disruptions that were within it: not the controller's doing, as
-		// long as it disrupts no further node until back within the limit.
-		s.excusedDisrupted = s.disrupted
-		over = false
-	}
-	s.lastDisrupted = s.disrupted
 	c.episode(k, over, t, func(x *Violation) {
 		if s.disrupted > x.Peak {
 			x.Peak, x.Allowed = s.disrupted, allowed
@@ -794,6 +769,54 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 	if conv {
 		c.endRollout(s, t, RolloutConverged)
 	}
+}
+
+// limitGuard judges a count (disrupted or surging nodes) against a
+// percentage limit that can shrink when must-run nodes leave.
+type limitGuard struct {
+	// last is the count at the previous judgement; excused, when not 0, the
+	// level excused because the limit shrank under it.
+	last, excused int
+	// lastAllowed is the limit then; recent the higher limits a lagging
+	// controller may still apply (see LimitLag).
+	lastAllowed int
+	recent      []recentLimit
+}
+
+// reset starts judging afresh at count under limit (a new rollout).
+func (g *limitGuard) reset(count, limit int) { *g = limitGuard{last: count, lastAllowed: limit} }
+
+// judge says whether count is over limit at t, and the limit it applied: the
+// higher of the current one and those that shrank less than lag ago (the
+// controller decides on a cache that shows departures a little late). A
+// count over the limit only because the limit shrank under counts that were
+// within it is excused as long as it does not grow; open says the episode
+// is already open (then nothing is excused).
+func (g *limitGuard) judge(count, limit int, t time.Time, lag time.Duration, open bool) (bool, int) {
+	if limit < g.lastAllowed && lag > 0 {
+		g.recent = append(g.recent, recentLimit{until: t.Add(lag), allowed: g.lastAllowed})
+	}
+	g.lastAllowed = limit
+	kept := g.recent[:0]
+	for _, l := range g.recent {
+		if t.Before(l.until) {
+			kept = append(kept, l)
+			limit = max(limit, l.allowed)
+		}
+	}
+	g.recent = kept
+	over := count > limit
+	switch {
+	case !over:
+		g.excused = 0
+	case count <= g.excused:
+		over = false
+	case count <= g.last && !open:
+		g.excused = count
+		over = false
+	}
+	g.last = count
+	return over, limit
 }
 
 // episode opens, updates or closes the episode k according to on.

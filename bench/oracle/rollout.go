@@ -77,9 +77,8 @@ func (c *Checker) startRollout(s *dsState, from string, t time.Time) {
 		tr.wasAvailable = tr.view.available || carry && tr.wasAvailable
 		s.account(tr, +1)
 	}
-	s.lastDisrupted, s.excusedDisrupted = s.disrupted, 0
-	_, s.lastAllowed = s.e.limits(s.mustRun)
-	s.recentLimits = nil
+	_, limit := s.e.limits(s.mustRun)
+	s.unav.reset(s.disrupted, limit)
 }
 
 func (c *Checker) endRollout(s *dsState, t time.Time, outcome RolloutOutcome) {
