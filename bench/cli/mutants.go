@@ -362,7 +362,9 @@ func cellText(c mutantCell, ran bool) string {
 	case len(c.Spurious) > 0 && !c.Caught:
 		return fmt.Sprintf("**missed** (%s before any fault)", strings.Join(c.Spurious, ", "))
 	case c.Caught:
-		return fmt.Sprintf("%s +%.1fs", c.Kind, c.FaultToCatch)
+		// Slightly negative when the oracle's clock saw the effect before
+		// the variant's process wrote its fault down.
+		return fmt.Sprintf("%s +%.1fs", c.Kind, max(0, c.FaultToCatch))
 	case !c.Faulted:
 		return "missed (no fault)"
 	case c.Timeouts > 0:
