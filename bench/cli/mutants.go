@@ -224,15 +224,11 @@ func runMutants(ctx context.Context, env Env, args []string) error {
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("the mutants build %s: %w (run `make mutants`, which builds it with -tags mutants)", bin, err)
 	}
-	kubeconfig, owns, down, err := openCluster(ctx, env, &f)
+	kubeconfig, cfg, owns, down, err := openCluster(ctx, env, &f)
 	if err != nil {
 		return err
 	}
 	defer down()
-	cfg, err := kwok.LoadRESTConfig(kubeconfig)
-	if err != nil {
-		return err
-	}
 	out := filepath.Join(f.outBase, "mutants-"+time.Now().UTC().Format("20060102T150405Z"))
 	if err := os.MkdirAll(filepath.Join(out, "runs"), 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", out, err)

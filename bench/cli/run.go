@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
+	"k8s.io/client-go/rest"
 
 	"github.com/dsbench/dsbench/bench"
 	"github.com/dsbench/dsbench/kwok"
@@ -199,15 +200,11 @@ func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func
 		return fmt.Errorf("our controller binary %s: %w (run `make build`)", ours, err)
 	}
 
-	kubeconfig, owns, down, err := openCluster(ctx, env, f)
+	kubeconfig, cfg, owns, down, err := openCluster(ctx, env, f)
 	if err != nil {
 		return err
 	}
 	defer down()
-	cfg, err := kwok.LoadRESTConfig(kubeconfig)
-	if err != nil {
-		return err
-	}
 	out := reports.OutDir(f.outBase, time.Now())
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", out, err)
@@ -302,10 +299,23 @@ func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func
 	return nil
 }
 
-// openCluster returns the kubeconfig of --kubeconfig, or of the local KWOK
-// cluster, brought up when none runs; down tears down what it brought up
-// (unless --keep-cluster) and must always be called.
-func openCluster(ctx context.Context, env Env, f *runFlags) (kubeconfig string, owns bool, down func(), err error) {
+// openCluster returns the kubeconfig and client configuration of
+// --kubeconfig, or of the local KWOK cluster, brought up when none runs;
+// down tears down what it brought up (unless --keep-cluster) and must always
+// be called.
+func openCluster(ctx context.Context, env Env, f *runFlags) (kubeconfig string, cfg *rest.Config, owns bool, down func(), err error) {
+	kubeconfig, owns, down, err = bringUp(ctx, env, f)
+	if err != nil {
+		return "", nil, false, down, err
+	}
+	if cfg, err = kwok.LoadRESTConfig(kubeconfig); err != nil {
+		down() // the caller gets an error and will not
+		return "", nil, false, func() {}, err
+	}
+	return kubeconfig, cfg, owns, down, nil
+}
+
+func bringUp(ctx context.Context, env Env, f *runFlags) (kubeconfig string, owns bool, down func(), err error) {
 	down = func() {}
 	if f.cluster.kubeconfig != "" {
 		return f.cluster.kubeconfig, false, down, nil

@@ -43,6 +43,13 @@ func TestCausalRules(t *testing.T) {
 		tl.mod(from, pod(d, "a", n, ready(at(1)), terminating)).del(from+0.5, pod(d, "a", n, ready(at(1)), terminating))
 		tl.add(from+1, pod(d, "b", n)).mod(from+2, pod(d, "b", n, ready(at(from+2))))
 	}
+	// halfRolled: two nodes, the update at 5 s, n1's pod replaced by 8 s.
+	halfRolled := func(tl *timeline) {
+		tl.add(0, node("n1")).add(0, node("n2")).add(0, ds)
+		tl.add(0, pod(ds, "a", "n1", ready(at(0)))).add(0, pod(ds, "x", "n2", ready(at(0))))
+		tl.mod(5, upd)
+		replace(tl, upd, "n1", 6)
+	}
 	type step struct {
 		at     float64
 		action func(c *oracle.Checker)
@@ -134,10 +141,7 @@ func TestCausalRules(t *testing.T) {
 			name: "rollout stopped halfway with budget left",
 			cfg:  cfg,
 			events: func(tl *timeline) {
-				tl.add(0, node("n1")).add(0, node("n2")).add(0, ds)
-				tl.add(0, pod(ds, "a", "n1", ready(at(0)))).add(0, pod(ds, "x", "n2", ready(at(0))))
-				tl.mod(5, upd)
-				replace(tl, upd, "n1", 6)
+				halfRolled(tl)
 			},
 			finish: 60,
 			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.RolloutStalled, Start: at(38), End: at(60), Unresolved: true}},
@@ -146,10 +150,7 @@ func TestCausalRules(t *testing.T) {
 			name: "correct: the controller was down",
 			cfg:  cfg,
 			events: func(tl *timeline) {
-				tl.add(0, node("n1")).add(0, node("n2")).add(0, ds)
-				tl.add(0, pod(ds, "a", "n1", ready(at(0)))).add(0, pod(ds, "x", "n2", ready(at(0))))
-				tl.mod(5, upd)
-				replace(tl, upd, "n1", 6)
+				halfRolled(tl)
 			},
 			actions: []step{{9, func(c *oracle.Checker) { c.ControllerStopped() }}},
 			finish:  60,
@@ -158,10 +159,7 @@ func TestCausalRules(t *testing.T) {
 			name: "correct: the rollout goes on",
 			cfg:  cfg,
 			events: func(tl *timeline) {
-				tl.add(0, node("n1")).add(0, node("n2")).add(0, ds)
-				tl.add(0, pod(ds, "a", "n1", ready(at(0)))).add(0, pod(ds, "x", "n2", ready(at(0))))
-				tl.mod(5, upd)
-				replace(tl, upd, "n1", 6)
+				halfRolled(tl)
 				tl.mod(30, pod(ds, "x", "n2", ready(at(0)), terminating)).del(31, pod(ds, "x", "n2", ready(at(0)), terminating))
 				tl.add(32, pod(upd, "y", "n2")).mod(33, pod(upd, "y", "n2", ready(at(33))))
 			},
