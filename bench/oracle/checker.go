@@ -763,12 +763,46 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 			x.Peak, x.Allowed = s.disrupted, allowed
 		}
 		if x.Detail == "" {
-			x.Detail = fmt.Sprintf("%d of %d must-run nodes disrupted, maxUnavailable %d", s.disrupted, s.mustRun, allowed)
+			x.Detail = fmt.Sprintf("%d of %d must-run nodes disrupted, maxUnavailable %d: %s", s.disrupted, s.mustRun, allowed, c.disruptedNodes(s, 12))
 		}
 	})
 	if conv {
 		c.endRollout(s, t, RolloutConverged)
 	}
+}
+
+// disruptedNodes describes up to max disrupted nodes and their pods, so that
+// an Overunavailable says which nodes it counted.
+func (c *Checker) disruptedNodes(s *dsState, max int) string {
+	var parts []string
+	for _, name := range sortedKeys(s.nodes) {
+		tr := s.nodes[name]
+		v := tr.view
+		if !(v.exists && v.mustRun && !v.available && tr.wasAvailable) {
+			continue
+		}
+		if len(parts) == max {
+			parts = append(parts, "...")
+			break
+		}
+		var pods []string
+		for _, p := range sortedValues(c.w.podsOn(s.e.ds.UID, name)) {
+			state := string(p.pod.Status.Phase)
+			switch {
+			case p.pod.DeletionTimestamp != nil:
+				state = "terminating"
+			case !p.readySince.IsZero():
+				state = "ready since " + p.readySince.Format("15:04:05.000")
+			}
+			rev := "old"
+			if s.e.rev.matches(p.pod) {
+				rev = "new"
+			}
+			pods = append(pods, fmt.Sprintf("%s %s %s", p.key, rev, state))
+		}
+		parts = append(parts, fmt.Sprintf("%s [%s]", name, strings.Join(pods, "; ")))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // limitGuard judges a count (disrupted or surging nodes) against a
