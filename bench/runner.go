@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -150,7 +148,7 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario, which Controll
 		sc = scaled
 	}
 	run.Nodes = sc.DefaultNodes()
-	s := &runState{r: r, sc: sc, which: which, run: &run, pools: map[string]*poolState{}, dss: map[string]bool{}}
+	s := &runState{r: r, sc: sc, which: which, run: &run, pools: map[string]*poolState{}}
 	err := s.play(ctx)
 	run.End = r.clock.Now()
 	if s.stopped != "" && ctx.Err() == nil {
@@ -176,7 +174,8 @@ type poolState struct {
 	nodes map[string]bool
 }
 
-// runState is one run in progress.
+// runState is one run in progress: the executor that performs the steps' I/O
+// around its Core.
 type runState struct {
 	r     *Runner
 	sc    *scenarios.Scenario
@@ -186,104 +185,15 @@ type runState struct {
 	ctrl    *ControllerProcess
 	watcher *Watcher
 
-	// mu guards the checker, the timelines and the bookkeeping below.
+	// mu guards the core and the bookkeeping below.
 	mu       sync.Mutex
+	core     *Core
 	stopPlay context.CancelFunc // ends the run early (StopAtViolation)
 	stopped  string             // why it ended early
-	checker  *oracle.Checker
 	pools    map[string]*poolState
-	dss      map[string]bool // DaemonSets that exist (by ref), as the runner made them
-	pending  []pendingBarrier
-	windows  []expectWindow
-	timeline map[string]*reports.Timeline
-	steps    []stepRecord
 	skipped  map[*scenarios.Step][]string
-	rollouts []rolloutStep
-	seen     observations
-	// lags is, per event applied, how long after its stamp the oracle got
-	// it; cpuAtStart the harness's CPU when the run began.
-	lags       []time.Duration
+	// cpuAtStart is the harness's CPU when the run began.
 	cpuAtStart time.Duration
-	applyErrs  int // events the oracle could not apply (never expected)
-	stalls     *stallTracker
-}
-
-// observations are what the coverage report is made of.
-type observations struct {
-	// pods maps each pod seen to whether its whole life was seen: it was
-	// first seen before it became Ready, so no readiness went unobserved.
-	pods map[string]bool
-	// nodeReady is each node's last Ready state; flaps counts True->False.
-	nodeReady map[string]bool
-	flaps     int
-}
-
-func (o *observations) note(ev oracle.Event) {
-	if o.pods == nil {
-		o.pods, o.nodeReady = map[string]bool{}, map[string]bool{}
-	}
-	switch obj := ev.Object.(type) {
-	case *corev1.Pod:
-		key := obj.Namespace + "/" + obj.Name
-		if _, ok := o.pods[key]; !ok && ev.Kind != oracle.Deleted {
-			o.pods[key] = !podReady(obj)
-		}
-	case *corev1.Node:
-		if ev.Kind == oracle.Deleted {
-			delete(o.nodeReady, obj.Name)
-			return
-		}
-		ready := kwok.NodeReady(obj)
-		if was, ok := o.nodeReady[obj.Name]; ok && was && !ready {
-			o.flaps++
-		}
-		o.nodeReady[obj.Name] = ready
-	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-type pendingBarrier struct {
-	id   oracle.BarrierID
-	step int // index into steps
-	ds   string
-}
-
-type stepRecord struct {
-	name, kind string
-	start      time.Time
-	// skipped are chosen nodes that a concurrent leave or replace deleted
-	// before this step reached them.
-	skipped  []string
-	barriers []oracle.BarrierID
-	at       time.Time
-	event    *reports.Event
-	timedOut bool
-	// timeoutExpected: the scenario declared NotConverged where it timed out.
-	timeoutExpected bool
-}
-
-type rolloutStep struct {
-	ds    string
-	step  string
-	start time.Time
-}
-
-// expectWindow is a span in which declared violations are expected.
-type expectWindow struct {
-	exp      scenarios.Expectation
-	from     time.Time
-	to       time.Time // zero: open until the next barrier or the end
-	open     bool
-	seen     bool
-	stepName string
 }
 
 func (s *runState) play(ctx context.Context) (err error) {
@@ -291,16 +201,18 @@ func (s *runState) play(ctx context.Context) (err error) {
 	defer cancel()
 	s.stopPlay = cancel
 	s.cpuAtStart = selfCPU()
-	b := s.sc.Cluster.Pods
-	s.stalls = newStallTracker(4 * (b.ReadyDelay.Duration + b.ReadyJitter.Duration))
-	nodes := s.sc.DefaultNodes()
 	grace := s.r.conf.Grace
 	if grace == nil {
-		grace = DefaultGrace(nodes, len(s.sc.DaemonSets()))
+		grace = DefaultGrace(s.sc.DefaultNodes(), len(s.sc.DaemonSets()))
 	}
-	s.checker = oracle.NewChecker(oracle.Config{Grace: grace, LimitLag: LimitLag, CacheLag: CacheLag,
-		StaleCreateLag: StaleCreateLag, StallAfter: StallAfter, StatusLag: StatusLag})
-	s.timeline = map[string]*reports.Timeline{}
+	b := s.sc.Cluster.Pods
+	s.core = NewCore(CoreConfig{
+		Scenario: s.sc,
+		Oracle: oracle.Config{Grace: grace, LimitLag: LimitLag, CacheLag: CacheLag,
+			StaleCreateLag: StaleCreateLag, StallAfter: StallAfter, StatusLag: StatusLag},
+		PodStallAfter:   4 * (b.ReadyDelay.Duration + b.ReadyJitter.Duration),
+		StopAtViolation: s.r.conf.StopAtViolation,
+	})
 
 	s.progress("preparing cluster")
 	resetStart := s.r.clock.Now()
@@ -655,26 +567,10 @@ func (s *runState) stopController() {
 	}
 }
 
-// stopAtViolation ends the run at its first unexpected violation when
-// StopAtViolation is set; s.mu is held.
-func (s *runState) stopAtViolation() {
-	if !s.r.conf.StopAtViolation || s.stopped != "" {
-		return
-	}
-	for _, v := range s.checker.Violations() {
-		if !s.expected(scenarioKind(v.Kind), v.DaemonSet, v.Start) {
-			s.stopped = fmt.Sprintf("stopped at the first unexpected violation: %s on %s %s", v.Kind, v.DaemonSet, v.Node)
-			s.stopPlay()
-			return
-		}
-	}
-}
-
-// observe feeds the oracle from the watch and samples the timelines.
+// observe feeds the core from the watch and moves it on with the clock.
 func (s *runState) observe(ctx context.Context) {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	lastSample := time.Time{}
 	events := s.watcher.Events()
 	for {
 		select {
@@ -683,56 +579,22 @@ func (s *runState) observe(ctx context.Context) {
 				return
 			}
 			s.mu.Lock()
-			s.lags = append(s.lags, s.r.clock.Now().Sub(ev.Time))
-			if err := s.checker.Apply(ev); err != nil {
-				s.applyErrs++
-			}
-			s.seen.note(ev)
-			if p, ok := ev.Object.(*corev1.Pod); ok {
-				s.stalls.observe(p.Namespace+"/"+p.Name, p, ev.Kind == oracle.Deleted, ev.Time)
-			}
+			s.core.Observe(ev, s.r.clock.Now())
 			s.mu.Unlock()
 		case <-tick.C:
 			now := s.r.clock.Now()
 			s.mu.Lock()
-			// Time moves on only when no event waits: moving past queued
-			// events would judge them at the tick's time, not their own.
-			if len(events) == 0 && now.After(s.checker.Now()) {
-				s.checker.Advance(now)
+			r := s.core.Tick(now, len(events) == 0)
+			if r.Stop != "" {
+				s.stopped = r.Stop
+				s.stopPlay()
 			}
-			if now.Sub(lastSample) >= time.Second {
-				s.sample(now)
-				lastSample = now
-			}
-			s.stopAtViolation()
-			stalled := s.stalls.due(now, func(name string) bool {
-				n, ok := s.checker.World().Node(name)
-				return ok && kwok.NodeReady(n)
-			})
 			s.mu.Unlock()
-			for _, key := range stalled {
+			for _, key := range r.Nudge {
 				go s.nudge(ctx, key)
 			}
 			s.showProgress()
 		}
-	}
-}
-
-// sample adds a timeline point per DaemonSet; s.mu is held.
-func (s *runState) sample(now time.Time) {
-	w := s.checker.World()
-	for _, key := range w.DaemonSetKeys() {
-		v := s.checker.Verdict(key)
-		current := v.MustRun - len(v.Missing)
-		tl := s.timeline[key]
-		if tl == nil {
-			tl = &reports.Timeline{DaemonSet: key}
-			s.timeline[key] = tl
-		}
-		tl.Points = append(tl.Points, reports.TimelinePoint{
-			Time: now, Desired: v.MustRun, Current: current,
-			Ready: v.MustRun - v.Unavailable, Updated: max(0, current-len(v.Outdated)),
-		})
 	}
 }
 
@@ -742,15 +604,9 @@ func (s *runState) showProgress() {
 		return
 	}
 	s.mu.Lock()
-	w := s.checker.World()
-	nodes := len(w.NodeNames())
-	var parts []string
-	for _, key := range w.DaemonSetKeys() {
-		v := s.checker.Verdict(key)
-		parts = append(parts, fmt.Sprintf("%s %d/%d ready", key, v.MustRun-v.Unavailable, v.MustRun))
-	}
+	status := s.core.Status()
 	s.mu.Unlock()
-	p.Status(fmt.Sprintf("%d nodes; %s", nodes, strings.Join(parts, ", ")))
+	p.Status(status)
 }
 
 // waitStatusSettled gives the DaemonSets' status writes up to StatusLag after
@@ -759,7 +615,7 @@ func (s *runState) waitStatusSettled(ctx context.Context) {
 	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, StatusLag+2*time.Second, true, func(context.Context) (bool, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.checker.StatusSettled(), nil
+		return s.core.StatusSettled(), nil
 	})
 }
 
@@ -781,24 +637,4 @@ func selfCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// harnessStats summarizes the harness's own lag; s.mu is held.
-func (s *runState) harnessStats() *reports.Harness {
-	h := &reports.Harness{Events: len(s.lags), Clamped: s.checker.World().Clamped(),
-		CPUSeconds: (selfCPU() - s.cpuAtStart).Seconds()}
-	if s.watcher != nil {
-		h.Relists = len(s.watcher.Gaps())
-	}
-	if len(s.lags) > 0 {
-		sorted := slices.Clone(s.lags)
-		slices.Sort(sorted)
-		rank := func(q float64) time.Duration {
-			return sorted[min(len(sorted)-1, int(math.Ceil(q*float64(len(sorted))))-1)]
-		}
-		h.LagP50, h.LagP99, h.LagMax = rank(0.5).Seconds(), rank(0.99).Seconds(), sorted[len(sorted)-1].Seconds()
-	}
-	h.Rejected = s.applyErrs
-	h.Limited = h.LagP99 > reports.HarnessLagLimit
-	return h
 }

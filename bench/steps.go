@@ -48,12 +48,15 @@ func stepName(st *scenarios.Step) string {
 func (s *runState) step(ctx context.Context, st *scenarios.Step) error {
 	name := stepName(st)
 	s.progress("step %s", name)
-	start := s.r.clock.Now()
-	s.openExpectations(st, start)
+	s.mu.Lock()
+	s.core.StepStarted(st, s.r.clock.Now())
+	s.mu.Unlock()
 	switch st.Kind() {
 	case scenarios.KindWaitConverged:
 		err := s.waitConverged(ctx, st.WaitConverged, name)
-		s.closeExpectations(s.r.clock.Now())
+		s.mu.Lock()
+		s.core.CloseExpectations(s.r.clock.Now())
+		s.mu.Unlock()
 		return err
 	case scenarios.KindPause:
 		sleep(ctx, st.Pause.Duration)
@@ -77,7 +80,9 @@ func (s *runState) step(ctx context.Context, st *scenarios.Step) error {
 		sort.Strings(skipped)
 		s.progress("step %s: %d chosen nodes left before the step reached them (%s)", name, len(skipped), strings.Join(skipped, ", "))
 	}
-	s.addBarriers(name, string(st.Kind()), ack, vis, skipped)
+	s.mu.Lock()
+	s.core.StepAcked(name, string(st.Kind()), ack, vis, skipped)
+	s.mu.Unlock()
 	return nil
 }
 
@@ -103,10 +108,6 @@ func (s *runState) leftMeanwhile(st *scenarios.Step, node string, err error) boo
 	s.skipped[st] = append(s.skipped[st], node)
 	return true
 }
-
-// visibility says, per DaemonSet ref, when the step's write is visible to the
-// oracle; "" applies to every DaemonSet.
-type visibility map[string]oracle.Visibility
 
 // act performs the step's API writes and returns when they are acknowledged.
 func (s *runState) act(ctx context.Context, st *scenarios.Step) (visibility, error) {
@@ -148,11 +149,11 @@ func (s *runState) act(ctx context.Context, st *scenarios.Step) (visibility, err
 	case scenarios.KindDelete:
 		return s.deleteDS(ctx, st.Delete)
 	case scenarios.KindUpdate:
-		return s.writeDS(ctx, st.Update.DaemonSet, true, func(ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
+		return s.writeDS(ctx, st.Update.DaemonSet, func(ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
 			return scenarios.ApplyUpdate(ds, st.Update)
 		})
 	case scenarios.KindStrategy:
-		return s.writeDS(ctx, st.Strategy.DaemonSet, false, func(ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
+		return s.writeDS(ctx, st.Strategy.DaemonSet, func(ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
 			return scenarios.ApplyStrategy(ds, st.Strategy), nil
 		})
 	case scenarios.KindRollback:
@@ -198,7 +199,7 @@ func (s *runState) candidates(t *scenarios.NodeTarget) []string {
 			sel = parsed
 		}
 	}
-	w := s.checker.World()
+	w := s.core.World()
 	var out []string
 	for name, ps := range s.pools {
 		if t.Pool != "" && t.Pool != name {
@@ -222,7 +223,7 @@ func (s *runState) pickNodes(st *scenarios.Step, t *scenarios.NodeTarget) []stri
 	cands := s.candidates(t)
 	if keep := changeFilter(st.Kind()); keep != nil {
 		s.mu.Lock()
-		w := s.checker.World()
+		w := s.core.World()
 		filtered := cands[:0:0]
 		for _, n := range cands {
 			if node, ok := w.Node(n); ok && keep(node) {
@@ -410,7 +411,7 @@ func (s *runState) create(ctx context.Context, st *scenarios.Step) (visibility, 
 		vis[ref] = oracle.GenerationObserved(ref, created.Generation)
 		mu.Unlock()
 		s.mu.Lock()
-		s.dss[ref] = true
+		s.core.DaemonSetCreated(ref)
 		s.mu.Unlock()
 		return nil
 	})
@@ -435,7 +436,7 @@ func (s *runState) deleteDS(ctx context.Context, d *scenarios.DeleteStep) (visib
 	}
 	ref := scenarios.Ref(ds)
 	s.mu.Lock()
-	delete(s.dss, ref)
+	s.core.DaemonSetDeleted(ref)
 	s.mu.Unlock()
 	if d.Cascade == scenarios.CascadeOrphan {
 		// Orphaned pods stay; there is nothing to converge on but absence.
@@ -446,7 +447,7 @@ func (s *runState) deleteDS(ctx context.Context, d *scenarios.DeleteStep) (visib
 
 // writeDS reads the DaemonSet, changes it with fn and writes it back,
 // retrying on conflict.
-func (s *runState) writeDS(ctx context.Context, ref string, rollout bool, fn func(*appsv1.DaemonSet) (*appsv1.DaemonSet, error)) (visibility, error) {
+func (s *runState) writeDS(ctx context.Context, ref string, fn func(*appsv1.DaemonSet) (*appsv1.DaemonSet, error)) (visibility, error) {
 	want, err := s.sc.DaemonSet(ref)
 	if err != nil {
 		return nil, err
@@ -468,11 +469,6 @@ func (s *runState) writeDS(ctx context.Context, ref string, rollout bool, fn fun
 			return nil, fmt.Errorf("updating DaemonSet %s: %w", scenarios.Ref(want), err)
 		}
 		key := scenarios.Ref(want)
-		if rollout {
-			s.mu.Lock()
-			s.rollouts = append(s.rollouts, rolloutStep{ds: key, start: s.r.clock.Now()})
-			s.mu.Unlock()
-		}
 		return visibility{key: oracle.GenerationObserved(key, updated.Generation)}, nil
 	}
 }
@@ -484,7 +480,7 @@ func (s *runState) rollback(ctx context.Context, rb *scenarios.RollbackStep) (vi
 	if err != nil {
 		return nil, err
 	}
-	return s.writeDS(ctx, rb.DaemonSet, true, func(ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
+	return s.writeDS(ctx, rb.DaemonSet, func(ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
 		list, err := s.r.client.AppsV1().ControllerRevisions(want.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("listing ControllerRevisions: %w", err)
@@ -569,7 +565,7 @@ func (s *runState) pods(ctx context.Context, st *scenarios.Step) (visibility, er
 			return nil
 		}
 		s.mu.Lock()
-		s.checker.RequestDeletion(p.ns + "/" + p.name)
+		s.core.RequestDeletion(p.ns + "/" + p.name)
 		s.mu.Unlock()
 		err := s.r.client.CoreV1().Pods(p.ns).Delete(ctx, p.name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -583,12 +579,12 @@ func (s *runState) pods(ctx context.Context, st *scenarios.Step) (visibility, er
 func (s *runState) controller(ctx context.Context, c *scenarios.ControllerStep) error {
 	stopped := func() {
 		s.mu.Lock()
-		s.checker.ControllerStopped()
+		s.core.ControllerStopped()
 		s.mu.Unlock()
 	}
 	started := func(err error) error {
 		s.mu.Lock()
-		s.checker.ControllerStarted(s.r.clock.Now())
+		s.core.ControllerStarted(s.r.clock.Now())
 		s.mu.Unlock()
 		return err
 	}
@@ -608,44 +604,6 @@ func (s *runState) controller(ctx context.Context, c *scenarios.ControllerStep) 
 	return fmt.Errorf("controller action %q is not supported", c.Action)
 }
 
-// addBarriers registers, for each DaemonSet that exists or was just touched,
-// a barrier that completes when the oracle sees it converged after the
-// step's write became visible.
-func (s *runState) addBarriers(name, kind string, ack time.Time, vis visibility, skipped []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rec := stepRecord{name: name, kind: kind, start: ack, skipped: skipped}
-	idx := len(s.steps)
-	keys := map[string]bool{}
-	for ref := range s.dss {
-		keys[ref] = true
-	}
-	for ref := range vis {
-		if ref != "" && ref != "-orphan" {
-			keys[ref] = true
-		}
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
-	for _, key := range sorted {
-		v := vis[key]
-		if all := vis[""]; all != nil {
-			if v == nil {
-				v = all
-			} else {
-				v = oracle.AllOf(v, all)
-			}
-		}
-		id := s.checker.AddBarrier(oracle.Barrier{Name: name, DaemonSet: key, Start: ack, Visible: v, Hold: s.sc.BarrierHold()})
-		rec.barriers = append(rec.barriers, id)
-		s.pending = append(s.pending, pendingBarrier{id: id, step: idx, ds: key})
-	}
-	s.steps = append(s.steps, rec)
-}
-
 // waitConverged blocks until every pending barrier has converged, or the
 // timeout passes; a timeout is a NotConverged violation, not an error, so
 // that the rest of the scenario still runs.
@@ -656,47 +614,15 @@ func (s *runState) waitConverged(ctx context.Context, w *scenarios.WaitStep, nam
 	}
 	deadline := s.r.clock.Now().Add(timeout)
 	for {
+		now := s.r.clock.Now()
 		s.mu.Lock()
-		remaining := s.pending[:0:0]
-		for _, pb := range s.pending {
-			if len(w.DaemonSets) > 0 && !containsRef(s.sc, w.DaemonSets, pb.ds) {
-				remaining = append(remaining, pb)
-				continue
-			}
-			c, ok := s.checker.ConvergedAt(pb.id)
-			if !ok {
-				remaining = append(remaining, pb)
-				continue
-			}
-			s.steps[pb.step].addConvergence(c)
-		}
-		s.pending = remaining
-		waiting := 0
-		for _, pb := range remaining {
-			if len(w.DaemonSets) == 0 || containsRef(s.sc, w.DaemonSets, pb.ds) {
-				waiting++
-			}
+		done := s.core.WaitDone(w.DaemonSets)
+		if !done && now.After(deadline) {
+			s.core.WaitTimedOut(name, w.DaemonSets, timeout, deadline)
+			done = true
 		}
 		s.mu.Unlock()
-		if waiting == 0 {
-			return nil
-		}
-		if s.r.clock.Now().After(deadline) {
-			s.mu.Lock()
-			var why []string
-			others := s.pending[:0:0]
-			for _, pb := range s.pending {
-				if len(w.DaemonSets) > 0 && !containsRef(s.sc, w.DaemonSets, pb.ds) {
-					others = append(others, pb) // a later barrier may still wait for it
-					continue
-				}
-				s.steps[pb.step].timedOut = true
-				s.steps[pb.step].timeoutExpected = s.expected(scenarios.NotConverged, pb.ds, deadline)
-				why = append(why, fmt.Sprintf("step %q: %s", s.steps[pb.step].name, s.checker.Explain(pb.id)))
-			}
-			s.pending = others
-			s.mu.Unlock()
-			s.recordNotConverged(name, timeout, deadline, why)
+		if done {
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -706,251 +632,24 @@ func (s *runState) waitConverged(ctx context.Context, w *scenarios.WaitStep, nam
 	}
 }
 
-// addConvergence folds one of the step's barriers into it: a step converges when
-// its last DaemonSet does.
-func (rec *stepRecord) addConvergence(c oracle.Convergence) {
-	if c.At.After(rec.at) {
-		rec.at = c.At
-		rec.event = &reports.Event{Time: c.Event.Time, Reason: string(c.Event.Kind), Object: c.Event.Object}
-	}
-}
-
-func containsRef(sc *scenarios.Scenario, refs []string, key string) bool {
-	for _, r := range refs {
-		if ds, err := sc.DaemonSet(r); err == nil && scenarios.Ref(ds) == key {
-			return true
-		}
-	}
-	return false
-}
-
-// recordNotConverged records a barrier's timeout with what kept each of its
-// steps from converging, so that a report says which nodes and why.
-func (s *runState) recordNotConverged(name string, timeout time.Duration, at time.Time, why []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	detail := fmt.Sprintf("%s timed out after %v", name, timeout)
-	if len(why) > 0 {
-		detail += ": " + strings.Join(why, "; ")
-	}
-	s.run.Violations = append(s.run.Violations, reports.Violation{
-		Kind: string(scenarios.NotConverged), Start: at, Detail: detail,
-		Expected: s.expected(scenarios.NotConverged, "", at),
-	})
-}
-
-func (s *runState) openExpectations(st *scenarios.Step, start time.Time) {
-	if len(st.Expect) == 0 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, e := range st.Expect {
-		s.windows = append(s.windows, expectWindow{exp: e, from: start, open: true, stepName: stepName(st)})
-	}
-}
-
-func (s *runState) closeExpectations(at time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := range s.windows {
-		if s.windows[i].open {
-			s.windows[i].open = false
-			s.windows[i].to = at
-		}
-	}
-}
-
-// expected says whether a violation of kind on ds starting at t was declared;
-// s.mu is held.
-func (s *runState) expected(kind scenarios.ViolationKind, ds string, t time.Time) bool {
-	for i := range s.windows {
-		w := &s.windows[i]
-		if w.exp.Violation != kind {
-			continue
-		}
-		if w.exp.DaemonSet != "" && ds != "" {
-			if d, err := s.sc.DaemonSet(w.exp.DaemonSet); err != nil || scenarios.Ref(d) != ds {
-				continue
-			}
-		}
-		if t.Before(w.from) || (!w.open && t.After(w.to)) {
-			continue
-		}
-		w.seen = true
-		return true
-	}
-	return false
-}
-
-// expectedDuring says whether a declared window for kind on ds overlaps
-// [from, to]; s.mu is held.
-func (s *runState) expectedDuring(kind scenarios.ViolationKind, ds string, from, to time.Time) bool {
-	for i := range s.windows {
-		w := &s.windows[i]
-		if w.exp.Violation != kind {
-			continue
-		}
-		if w.exp.DaemonSet != "" {
-			if d, err := s.sc.DaemonSet(w.exp.DaemonSet); err != nil || scenarios.Ref(d) != ds {
-				continue
-			}
-		}
-		if w.from.After(to) || (!w.open && w.to.Before(from)) {
-			continue
-		}
-		w.seen = true
-		return true
-	}
-	return false
-}
-
-// scenarioKind maps the oracle's invariant names to the scenario format's.
-func scenarioKind(k oracle.Kind) scenarios.ViolationKind { return k.Family() }
-
 // collect turns the oracle's findings and the process's cost into the run.
 func (s *runState) collect(ctx context.Context) {
-	now := s.r.clock.Now()
+	in := FinishInput{Now: s.r.clock.Now(), APIRequests: map[string]int64{}}
 	if s.ctrl != nil {
 		if byVerb, err := s.ctrl.APIRequests(context.WithoutCancel(ctx)); err == nil {
 			for k, v := range byVerb {
-				s.run.APIRequests[k] = int64(v)
+				in.APIRequests[k] = int64(v)
 			}
 		}
 		// Stopped first, so that its CPU and peak memory are the kernel's
 		// exact figures for its whole life, not a sample.
 		s.ctrl.Stop()
 		u := s.ctrl.Usage()
-		s.run.Resources = reports.Resources{CPUSeconds: u.CPUSeconds, PeakRSSBytes: u.PeakRSSBytes}
+		in.Resources = reports.Resources{CPUSeconds: u.CPUSeconds, PeakRSSBytes: u.PeakRSSBytes}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sample(now)
-	s.run.Harness = s.harnessStats()
-	s.run.SimulatorStalls = s.stalls.finish(now)
-	// Barriers no waitConverged covered: a step is never reported converged
-	// (in 0 s) just because nobody waited for it.
-	for _, pb := range s.pending {
-		rec := &s.steps[pb.step]
-		if c, ok := s.checker.ConvergedAt(pb.id); ok {
-			rec.addConvergence(c)
-			continue
-		}
-		rec.timedOut = true
-		rec.timeoutExpected = s.expected(scenarios.NotConverged, pb.ds, now)
-		s.run.Violations = append(s.run.Violations, reports.Violation{
-			Kind: string(scenarios.NotConverged), Start: now,
-			Detail:   fmt.Sprintf("step %q had not converged when the run ended and no waitConverged covered it: %s", rec.name, s.checker.Explain(pb.id)),
-			Expected: rec.timeoutExpected,
-		})
-	}
-	s.pending = nil
-	for _, rec := range s.steps {
-		step := reports.Step{Name: rec.name, Kind: rec.kind, Start: rec.start, Converged: !rec.timedOut, CompletingEvent: rec.event, SkippedNodes: rec.skipped,
-			ExpectedNotConverged: rec.timeoutExpected}
-		if !rec.at.IsZero() {
-			step.Seconds = rec.at.Sub(rec.start).Seconds()
-		}
-		if rec.timedOut {
-			step.Seconds = now.Sub(rec.start).Seconds()
-		}
-		if step.Seconds < 0 {
-			step.Seconds = 0
-		}
-		s.run.Steps = append(s.run.Steps, step)
-	}
-	for _, v := range s.checker.Finish(now) {
-		kind := scenarioKind(v.Kind)
-		s.run.Violations = append(s.run.Violations, reports.Violation{
-			DaemonSet: v.DaemonSet, Node: v.Node, Kind: string(v.Kind), Start: v.Start,
-			Seconds: v.End.Sub(v.Start).Seconds(), Detail: v.Detail,
-			Expected: s.expected(kind, v.DaemonSet, v.Start),
-		})
-	}
-	for _, w := range s.windows {
-		if !w.seen && !w.exp.Optional {
-			s.run.Violations = append(s.run.Violations, reports.Violation{
-				DaemonSet: w.exp.DaemonSet, Kind: "ExpectedViolationMissing", Start: w.from,
-				Detail: fmt.Sprintf("step %s expected %s, which did not happen", w.stepName, w.exp.Violation),
-			})
-		}
-	}
-	for _, ro := range s.checker.Rollouts() {
-		out := reports.Rollout{Step: s.rolloutStep(ro), DaemonSet: ro.DaemonSet, Complete: ro.Outcome == oracle.RolloutConverged, Outcome: strings.ToLower(string(ro.Outcome))}
-		end := ro.End
-		if end.IsZero() {
-			end = now
-		}
-		out.Seconds = end.Sub(ro.Start).Seconds()
-		for _, n := range ro.Nodes {
-			if n.NewPodAvailable.IsZero() {
-				continue
-			}
-			from := ro.Start
-			if !n.OldPodGone.IsZero() && n.OldPodGone.After(from) {
-				from = n.OldPodGone
-			}
-			out.Nodes = append(out.Nodes, reports.NodeLatency{Node: n.Node, Seconds: max(0, n.NewPodAvailable.Sub(from).Seconds())})
-		}
-		s.run.Rollouts = append(s.run.Rollouts, out)
-		s.run.Availability = append(s.run.Availability, reports.Availability{
-			DaemonSet: ro.DaemonSet, Step: out.Step, PeakUnavailable: ro.PeakUnavailable, AllowedUnavailable: ro.AllowedAtPeak,
-			Expected: ro.PeakUnavailable > ro.AllowedAtPeak && s.expectedDuring(scenarios.MaxUnavailableExceeded, ro.DaemonSet, ro.Start, end),
-		})
-	}
-	for _, w := range s.checker.PodGCWaits() {
-		if !w.PodsGone.IsZero() {
-			s.run.PodGCWaits = append(s.run.PodGCWaits, reports.NodeLatency{Node: w.Node, Seconds: w.PodsGone.Sub(w.NodeDeleted).Seconds()})
-		}
-	}
-	for _, j := range s.checker.NodeJoins() {
-		if j.PodReady.IsZero() {
-			continue
-		}
-		s.run.NodeJoins = append(s.run.NodeJoins, reports.NodeLatency{Node: j.Node, Seconds: j.Latency().Seconds()})
-		s.run.NodeEligible = append(s.run.NodeEligible, reports.NodeLatency{Node: j.Node, Seconds: j.ClusterShare().Seconds()})
-	}
-	keys := make([]string, 0, len(s.timeline))
-	for k := range s.timeline {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		s.run.Timelines = append(s.run.Timelines, *s.timeline[k])
-	}
-	s.run.Coverage = s.coverage()
-}
-
-func (s *runState) rolloutStep(ro oracle.Rollout) string {
-	name := ""
-	for _, r := range s.rollouts {
-		if r.ds == ro.DaemonSet && !r.start.After(ro.Start.Add(time.Second)) {
-			name = r.step
-		}
-	}
-	for _, rec := range s.steps {
-		if (rec.kind == string(scenarios.KindUpdate) || rec.kind == string(scenarios.KindRollback)) && !rec.start.After(ro.Start.Add(time.Second)) {
-			name = rec.name
-		}
-	}
-	return name
-}
-
-// coverage reports what the harness may have missed; s.mu is held.
-func (s *runState) coverage() reports.Coverage {
-	c := reports.Coverage{NodeReadyFlaps: s.seen.flaps}
-	c.PodsExpected, c.PodsObserved = len(s.seen.pods), 0
-	for _, whole := range s.seen.pods {
-		if whole {
-			c.PodsObserved++
-		}
-	}
-	c.ObservedFraction = 1
-	if c.PodsExpected > 0 {
-		c.ObservedFraction = float64(c.PodsObserved) / float64(c.PodsExpected)
-	}
-	for _, g := range s.watcher.Gaps() {
-		c.WatchGaps = append(c.WatchGaps, reports.WatchGap{Resource: g.Resource, Start: g.Start, Seconds: g.End.Sub(g.Start).Seconds(), Reason: g.Reason})
-	}
-	return c
+	in.HarnessCPU = selfCPU() - s.cpuAtStart
+	in.Gaps = s.watcher.Gaps()
+	*s.run = s.core.Finish(*s.run, in)
 }
