@@ -103,6 +103,12 @@ const StatusLag = 10 * time.Second
 // controller decides on a cache that shows departures a little late.
 const LimitLag = 2 * time.Second
 
+// oracleConfig is the oracle's configuration for a run with this grace.
+func oracleConfig(grace map[oracle.Kind]time.Duration) oracle.Config {
+	return oracle.Config{Grace: grace, LimitLag: LimitLag, CacheLag: CacheLag,
+		StaleCreateLag: StaleCreateLag, StallAfter: StallAfter, StatusLag: StatusLag}
+}
+
 // Runner plays scenarios.
 type Runner struct {
 	conf   Config
@@ -207,9 +213,8 @@ func (s *runState) play(ctx context.Context) (err error) {
 	}
 	b := s.sc.Cluster.Pods
 	s.core = NewCore(CoreConfig{
-		Scenario: s.sc,
-		Oracle: oracle.Config{Grace: grace, LimitLag: LimitLag, CacheLag: CacheLag,
-			StaleCreateLag: StaleCreateLag, StallAfter: StallAfter, StatusLag: StatusLag},
+		Scenario:        s.sc,
+		Oracle:          oracleConfig(grace),
 		PodStallAfter:   4 * (b.ReadyDelay.Duration + b.ReadyJitter.Duration),
 		StopAtViolation: s.r.conf.StopAtViolation,
 	})
