@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -191,9 +190,10 @@ type runState struct {
 	ctrl    *ControllerProcess
 	watcher *Watcher
 
-	// mu guards the core and the bookkeeping below.
-	mu       sync.Mutex
+	// The observe loop owns the core and the pools, and sets stopped: other
+	// goroutines reach them only through do.
 	core     *Core
+	calls    chan func()
 	stopPlay context.CancelFunc // ends the run early (StopAtViolation)
 	stopped  string             // why it ended early
 	pools    map[string]*poolState
@@ -243,14 +243,16 @@ func (s *runState) play(ctx context.Context) (err error) {
 	// Watch before the controller starts, so that its first action is seen.
 	s.watcher = NewWatcher(s.r.client, s.r.clock)
 	watchCtx, stopWatch := context.WithCancel(ctx)
-	observed := make(chan struct{})
+	observed, quit := make(chan struct{}), make(chan struct{})
+	s.calls = make(chan func())
 	go s.watcher.Run(watchCtx)
 	go func() {
 		defer close(observed)
-		s.observe(watchCtx)
+		s.observe(watchCtx, quit)
 	}()
 	defer func() {
 		stopWatch()
+		close(quit)
 		<-observed
 	}()
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
@@ -572,55 +574,65 @@ func (s *runState) stopController() {
 	}
 }
 
-// observe feeds the core from the watch and moves it on with the clock.
-func (s *runState) observe(ctx context.Context) {
+// do runs fn on the goroutine that owns the core and the pools, the
+// observe loop, and waits for it. Before the loop starts, the caller is the
+// only goroutine and runs fn itself.
+func (s *runState) do(fn func()) {
+	if s.calls == nil {
+		fn()
+		return
+	}
+	done := make(chan struct{})
+	s.calls <- func() {
+		defer close(done)
+		fn()
+	}
+	<-done
+}
+
+// observe owns the core until quit: it feeds it the watch's events, moves
+// it on with the clock and runs the steps' calls (do), one at a time, so
+// that the core needs no lock. Once the watch ends it only runs calls.
+func (s *runState) observe(ctx context.Context, quit <-chan struct{}) {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
+	ticks := tick.C
 	events := s.watcher.Events()
 	for {
 		select {
+		case <-quit:
+			return
+		case fn := <-s.calls:
+			fn()
 		case ev, ok := <-events:
 			if !ok {
-				return
+				events, ticks = nil, nil
+				continue
 			}
-			s.mu.Lock()
 			s.core.Observe(ev, s.r.clock.Now())
-			s.mu.Unlock()
-		case <-tick.C:
-			now := s.r.clock.Now()
-			s.mu.Lock()
-			r := s.core.Tick(now, len(events) == 0)
+		case <-ticks:
+			r := s.core.Tick(s.r.clock.Now(), len(events) == 0)
 			if r.Stop != "" {
 				s.stopped = r.Stop
 				s.stopPlay()
 			}
-			s.mu.Unlock()
 			for _, key := range r.Nudge {
 				go s.nudge(ctx, key)
 			}
-			s.showProgress()
+			if p := s.r.conf.Progress; p != nil {
+				p.Status(s.core.Status())
+			}
 		}
 	}
-}
-
-func (s *runState) showProgress() {
-	p := s.r.conf.Progress
-	if p == nil {
-		return
-	}
-	s.mu.Lock()
-	status := s.core.Status()
-	s.mu.Unlock()
-	p.Status(status)
 }
 
 // waitStatusSettled gives the DaemonSets' status writes up to StatusLag after
 // the final convergence, so that the oracle judges every run's status.
 func (s *runState) waitStatusSettled(ctx context.Context) {
 	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, StatusLag+2*time.Second, true, func(context.Context) (bool, error) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.core.StatusSettled(), nil
+		var settled bool
+		s.do(func() { settled = s.core.StatusSettled() })
+		return settled, nil
 	})
 }
 

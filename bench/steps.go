@@ -48,15 +48,13 @@ func stepName(st *scenarios.Step) string {
 func (s *runState) step(ctx context.Context, st *scenarios.Step) error {
 	name := stepName(st)
 	s.progress("step %s", name)
-	s.mu.Lock()
-	s.core.StepStarted(st, s.r.clock.Now())
-	s.mu.Unlock()
+	start := s.r.clock.Now()
+	s.do(func() { s.core.StepStarted(st, start) })
 	switch st.Kind() {
 	case scenarios.KindWaitConverged:
 		err := s.waitConverged(ctx, st.WaitConverged, name)
-		s.mu.Lock()
-		s.core.CloseExpectations(s.r.clock.Now())
-		s.mu.Unlock()
+		end := s.r.clock.Now()
+		s.do(func() { s.core.CloseExpectations(end) })
 		return err
 	case scenarios.KindPause:
 		sleep(ctx, st.Pause.Duration)
@@ -73,16 +71,13 @@ func (s *runState) step(ctx context.Context, st *scenarios.Step) error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	skipped := s.skipped[st]
-	s.mu.Unlock()
+	var skipped []string
+	s.do(func() { skipped = s.skipped[st] })
 	if len(skipped) > 0 {
 		sort.Strings(skipped)
 		s.progress("step %s: %d chosen nodes left before the step reached them (%s)", name, len(skipped), strings.Join(skipped, ", "))
 	}
-	s.mu.Lock()
-	s.core.StepAcked(name, string(st.Kind()), ack, vis, skipped)
-	s.mu.Unlock()
+	s.do(func() { s.core.StepAcked(name, string(st.Kind()), ack, vis, skipped) })
 	return nil
 }
 
@@ -95,18 +90,20 @@ func (s *runState) leftMeanwhile(st *scenarios.Step, node string, err error) boo
 	if !apierrors.IsNotFound(err) {
 		return false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, ps := range s.pools {
-		if ps.nodes[node] {
-			return false
+	left := true
+	s.do(func() {
+		for _, ps := range s.pools {
+			if ps.nodes[node] {
+				left = false
+				return
+			}
 		}
-	}
-	if s.skipped == nil {
-		s.skipped = map[*scenarios.Step][]string{}
-	}
-	s.skipped[st] = append(s.skipped[st], node)
-	return true
+		if s.skipped == nil {
+			s.skipped = map[*scenarios.Step][]string{}
+		}
+		s.skipped[st] = append(s.skipped[st], node)
+	})
+	return left
 }
 
 // act performs the step's API writes and returns when they are acknowledged.
@@ -191,27 +188,27 @@ func (s *runState) paced(ctx context.Context, st *scenarios.Step, n int, fn func
 
 // candidates lists the live nodes the target may pick from, sorted.
 func (s *runState) candidates(t *scenarios.NodeTarget) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var sel labels.Selector = labels.Everything()
 	if t.Selector != "" {
 		if parsed, err := labels.Parse(t.Selector); err == nil {
 			sel = parsed
 		}
 	}
-	w := s.core.World()
 	var out []string
-	for name, ps := range s.pools {
-		if t.Pool != "" && t.Pool != name {
-			continue
-		}
-		for n := range ps.nodes {
-			if node, ok := w.Node(n); ok && !sel.Matches(labels.Set(node.Labels)) {
+	s.do(func() {
+		w := s.core.World()
+		for name, ps := range s.pools {
+			if t.Pool != "" && t.Pool != name {
 				continue
 			}
-			out = append(out, n)
+			for n := range ps.nodes {
+				if node, ok := w.Node(n); ok && !sel.Matches(labels.Set(node.Labels)) {
+					continue
+				}
+				out = append(out, n)
+			}
 		}
-	}
+	})
 	sort.Strings(out)
 	return out
 }
@@ -222,15 +219,15 @@ func (s *runState) candidates(t *scenarios.NodeTarget) []string {
 func (s *runState) pickNodes(st *scenarios.Step, t *scenarios.NodeTarget) []string {
 	cands := s.candidates(t)
 	if keep := changeFilter(st.Kind()); keep != nil {
-		s.mu.Lock()
-		w := s.core.World()
 		filtered := cands[:0:0]
-		for _, n := range cands {
-			if node, ok := w.Node(n); ok && keep(node) {
-				filtered = append(filtered, n)
+		s.do(func() {
+			w := s.core.World()
+			for _, n := range cands {
+				if node, ok := w.Node(n); ok && keep(node) {
+					filtered = append(filtered, n)
+				}
 			}
-		}
-		s.mu.Unlock()
+		})
 		cands = filtered
 	}
 	return scenarios.Select(s.sc.Seed, st.Index, cands, t.Resolve(len(cands)))
@@ -325,20 +322,26 @@ func (s *runState) nodes(ctx context.Context, st *scenarios.Step) (visibility, e
 	ns := st.Nodes
 	switch ns.Action {
 	case scenarios.NodeJoin:
-		s.mu.Lock()
-		ps := s.pools[ns.Pool]
-		if ps == nil {
-			s.mu.Unlock()
+		var kp kwok.NodePool
+		var names []string
+		found := false
+		s.do(func() {
+			ps := s.pools[ns.Pool]
+			if ps == nil {
+				return
+			}
+			found = true
+			count := ns.Resolve(len(ps.nodes))
+			kp = s.kwokPool(ps.pool, ps.next, count)
+			ps.next += count
+			names = kp.NodeNames()
+			for _, n := range names {
+				ps.nodes[n] = true
+			}
+		})
+		if !found {
 			return nil, fmt.Errorf("no pool %q", ns.Pool)
 		}
-		count := ns.Resolve(len(ps.nodes))
-		kp := s.kwokPool(ps.pool, ps.next, count)
-		ps.next += count
-		names := kp.NodeNames()
-		for _, n := range names {
-			ps.nodes[n] = true
-		}
-		s.mu.Unlock()
 		err := s.paced(ctx, st, len(names), func(ctx context.Context, i int) error {
 			one := kp
 			one.Start, one.Count = kp.Start+i, 1
@@ -347,17 +350,17 @@ func (s *runState) nodes(ctx context.Context, st *scenarios.Step) (visibility, e
 		return visibility{"": oracle.NodesSettled(names...)}, err
 	case scenarios.NodeLeave, scenarios.NodeReplace:
 		names := s.pickNodes(st, &ns.NodeTarget)
-		s.mu.Lock()
 		byPool := map[string]int{}
-		for name, ps := range s.pools {
-			for _, n := range names {
-				if ps.nodes[n] {
-					delete(ps.nodes, n)
-					byPool[name]++
+		s.do(func() {
+			for name, ps := range s.pools {
+				for _, n := range names {
+					if ps.nodes[n] {
+						delete(ps.nodes, n)
+						byPool[name]++
+					}
 				}
 			}
-		}
-		s.mu.Unlock()
+		})
 		err := s.paced(ctx, st, len(names), func(ctx context.Context, i int) error {
 			return kwok.DeleteNodes(ctx, s.r.client, names[i:i+1], 1)
 		})
@@ -366,14 +369,15 @@ func (s *runState) nodes(ctx context.Context, st *scenarios.Step) (visibility, e
 		}
 		var added []string
 		for pool, n := range byPool {
-			s.mu.Lock()
-			ps := s.pools[pool]
-			kp := s.kwokPool(ps.pool, ps.next, n)
-			ps.next += n
-			for _, name := range kp.NodeNames() {
-				ps.nodes[name] = true
-			}
-			s.mu.Unlock()
+			var kp kwok.NodePool
+			s.do(func() {
+				ps := s.pools[pool]
+				kp = s.kwokPool(ps.pool, ps.next, n)
+				ps.next += n
+				for _, name := range kp.NodeNames() {
+					ps.nodes[name] = true
+				}
+			})
 			if err := kwok.CreateNodes(ctx, s.r.client, kp, 0); err != nil {
 				return nil, err
 			}
@@ -410,9 +414,7 @@ func (s *runState) create(ctx context.Context, st *scenarios.Step) (visibility, 
 		mu.Lock()
 		vis[ref] = oracle.GenerationObserved(ref, created.Generation)
 		mu.Unlock()
-		s.mu.Lock()
-		s.core.DaemonSetCreated(ref)
-		s.mu.Unlock()
+		s.do(func() { s.core.DaemonSetCreated(ref) })
 		return nil
 	})
 	return vis, err
@@ -435,9 +437,7 @@ func (s *runState) deleteDS(ctx context.Context, d *scenarios.DeleteStep) (visib
 		return nil, fmt.Errorf("deleting DaemonSet %s: %w", scenarios.Ref(ds), err)
 	}
 	ref := scenarios.Ref(ds)
-	s.mu.Lock()
-	s.core.DaemonSetDeleted(ref)
-	s.mu.Unlock()
+	s.do(func() { s.core.DaemonSetDeleted(ref) })
 	if d.Cascade == scenarios.CascadeOrphan {
 		// Orphaned pods stay; there is nothing to converge on but absence.
 		return visibility{ref: oracle.DaemonSetAbsent(ref), "-orphan": nil}, nil
@@ -564,9 +564,7 @@ func (s *runState) pods(ctx context.Context, st *scenarios.Step) (visibility, er
 			}
 			return nil
 		}
-		s.mu.Lock()
-		s.core.RequestDeletion(p.ns + "/" + p.name)
-		s.mu.Unlock()
+		s.do(func() { s.core.RequestDeletion(p.ns + "/" + p.name) })
 		err := s.r.client.CoreV1().Pods(p.ns).Delete(ctx, p.name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting pod %s/%s: %w", p.ns, p.name, err)
@@ -578,14 +576,10 @@ func (s *runState) pods(ctx context.Context, st *scenarios.Step) (visibility, er
 
 func (s *runState) controller(ctx context.Context, c *scenarios.ControllerStep) error {
 	stopped := func() {
-		s.mu.Lock()
-		s.core.ControllerStopped()
-		s.mu.Unlock()
+		s.do(func() { s.core.ControllerStopped() })
 	}
 	started := func(err error) error {
-		s.mu.Lock()
-		s.core.ControllerStarted(s.r.clock.Now())
-		s.mu.Unlock()
+		s.do(func() { s.core.ControllerStarted(s.r.clock.Now()) })
 		return err
 	}
 	switch c.Action {
@@ -615,13 +609,14 @@ func (s *runState) waitConverged(ctx context.Context, w *scenarios.WaitStep, nam
 	deadline := s.r.clock.Now().Add(timeout)
 	for {
 		now := s.r.clock.Now()
-		s.mu.Lock()
-		done := s.core.WaitDone(w.DaemonSets)
-		if !done && now.After(deadline) {
-			s.core.WaitTimedOut(name, w.DaemonSets, timeout, deadline)
-			done = true
-		}
-		s.mu.Unlock()
+		var done bool
+		s.do(func() {
+			done = s.core.WaitDone(w.DaemonSets)
+			if !done && now.After(deadline) {
+				s.core.WaitTimedOut(name, w.DaemonSets, timeout, deadline)
+				done = true
+			}
+		})
 		if done {
 			return nil
 		}
@@ -647,9 +642,7 @@ func (s *runState) collect(ctx context.Context) {
 		u := s.ctrl.Usage()
 		in.Resources = reports.Resources{CPUSeconds: u.CPUSeconds, PeakRSSBytes: u.PeakRSSBytes}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	in.HarnessCPU = selfCPU() - s.cpuAtStart
 	in.Gaps = s.watcher.Gaps()
-	*s.run = s.core.Finish(*s.run, in)
+	s.do(func() { *s.run = s.core.Finish(*s.run, in) })
 }
