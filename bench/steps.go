@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,29 +51,20 @@ func (s *runState) step(ctx context.Context, st *scenarios.Step) error {
 	s.progress("step %s", name)
 	start := s.r.clock.Now()
 	s.do(func() { s.core.StepStarted(st, start) })
-	switch st.Kind() {
-	case scenarios.KindWaitConverged:
-		err := s.waitConverged(ctx, st.WaitConverged, name)
-		end := s.r.clock.Now()
-		s.do(func() { s.core.CloseExpectations(end) })
-		return err
-	case scenarios.KindPause:
-		sleep(ctx, st.Pause.Duration)
-		return ctx.Err()
-	case scenarios.KindParallel:
-		g, gctx := errgroup.WithContext(ctx)
-		for i, branch := range st.Parallel {
-			g.Go(func() error { return s.playSteps(gctx, branch, fmt.Sprintf("%s.parallel[%d]", st.Path, i)) })
-		}
-		return g.Wait()
+	kind, ok := stepKinds[st.Kind()]
+	if !ok {
+		return fmt.Errorf("step kind %q is not supported by the runner", st.Kind())
 	}
-	vis, err := s.act(ctx, st)
+	vis, err := kind.play(s, ctx, st)
+	if kind.flow {
+		return err
+	}
 	ack := s.r.clock.Now()
 	if err != nil {
 		return err
 	}
 	var skipped []string
-	s.do(func() { skipped = s.skipped[st] })
+	s.do(func() { skipped = slices.Clone(s.skipped[st]) })
 	if len(skipped) > 0 {
 		sort.Strings(skipped)
 		s.progress("step %s: %d chosen nodes left before the step reached them (%s)", name, len(skipped), strings.Join(skipped, ", "))
@@ -106,61 +98,118 @@ func (s *runState) leftMeanwhile(st *scenarios.Step, node string, err error) boo
 	return left
 }
 
-// act performs the step's API writes and returns when they are acknowledged.
-func (s *runState) act(ctx context.Context, st *scenarios.Step) (visibility, error) {
-	switch st.Kind() {
-	case scenarios.KindNodes:
-		return s.nodes(ctx, st)
-	case scenarios.KindLabels:
-		p := kwok.NodePatch{Labels: map[string]*string{}}
-		for k, v := range st.Labels.Set {
-			p.Labels[k] = &v
-		}
-		for _, k := range st.Labels.Remove {
-			p.Labels[k] = nil
-		}
-		return s.patchNodes(ctx, st, p)
-	case scenarios.KindTaints:
-		return s.patchNodes(ctx, st, kwok.NodePatch{SetTaints: st.Taints.Add, RemoveTaints: st.Taints.Remove})
-	case scenarios.KindCordon, scenarios.KindUncordon:
-		cordon := st.Kind() == scenarios.KindCordon
-		return s.patchNodes(ctx, st, kwok.NodePatch{Unschedulable: &cordon})
-	case scenarios.KindEvict:
-		taint := corev1.Taint{Key: scenarios.DefaultEvictTaintKey, Effect: corev1.TaintEffectNoExecute}
-		if st.Evict.Taint != nil {
-			taint = *st.Evict.Taint
-		}
-		return s.patchNodes(ctx, st, kwok.NodePatch{SetTaints: []corev1.Taint{taint}})
-	case scenarios.KindMarkNotReady, scenarios.KindMarkReady:
-		ready := st.Kind() == scenarios.KindMarkReady
-		names := s.pickNodes(st, st.Target())
-		err := s.paced(ctx, st, len(names), func(ctx context.Context, i int) error {
-			if err := kwok.SetNodeReady(ctx, s.r.client, names[i], ready); err != nil && !s.leftMeanwhile(st, names[i], err) {
-				return err
-			}
-			return nil
-		})
-		return visibility{"": nodeConditionSeen(names, ready)}, err
-	case scenarios.KindCreate:
-		return s.create(ctx, st)
-	case scenarios.KindDelete:
-		return s.deleteDS(ctx, st.Delete)
-	case scenarios.KindUpdate:
-		return s.writeDS(ctx, st.Update.DaemonSet, func(ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
-			return scenarios.ApplyUpdate(ds, st.Update)
-		})
-	case scenarios.KindStrategy:
-		return s.writeDS(ctx, st.Strategy.DaemonSet, func(ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
-			return scenarios.ApplyStrategy(ds, st.Strategy), nil
-		})
-	case scenarios.KindRollback:
-		return s.rollback(ctx, st.Rollback)
-	case scenarios.KindPods:
-		return s.pods(ctx, st)
-	case scenarios.KindController:
-		return nil, s.controller(ctx, st.Controller)
+// stepKind is how the runner plays one kind of step.
+type stepKind struct {
+	// play performs the step's API writes and returns when they are
+	// acknowledged, with what makes them visible to the oracle; the step's
+	// barriers are added then.
+	play func(s *runState, ctx context.Context, st *scenarios.Step) (visibility, error)
+	// flow marks a step that orders others and adds no barrier of its own.
+	flow bool
+}
+
+// stepKinds is the runner's one table of step kinds: a new kind is an entry
+// here and its executor. It is filled in init because parallel plays steps,
+// which look their kind up here.
+var stepKinds map[scenarios.StepKind]stepKind
+
+func init() {
+	stepKinds = map[scenarios.StepKind]stepKind{
+		scenarios.KindNodes:         {play: (*runState).nodes},
+		scenarios.KindLabels:        {play: (*runState).labels},
+		scenarios.KindTaints:        {play: (*runState).taints},
+		scenarios.KindCordon:        {play: (*runState).cordon},
+		scenarios.KindUncordon:      {play: (*runState).cordon},
+		scenarios.KindEvict:         {play: (*runState).evict},
+		scenarios.KindMarkNotReady:  {play: (*runState).markReady},
+		scenarios.KindMarkReady:     {play: (*runState).markReady},
+		scenarios.KindCreate:        {play: (*runState).create},
+		scenarios.KindDelete:        {play: (*runState).deleteDS},
+		scenarios.KindUpdate:        {play: (*runState).update},
+		scenarios.KindStrategy:      {play: (*runState).strategy},
+		scenarios.KindRollback:      {play: (*runState).rollback},
+		scenarios.KindPods:          {play: (*runState).pods},
+		scenarios.KindController:    {play: (*runState).controller},
+		scenarios.KindPause:         {play: (*runState).pause, flow: true},
+		scenarios.KindWaitConverged: {play: (*runState).waitStep, flow: true},
+		scenarios.KindParallel:      {play: (*runState).parallel, flow: true},
 	}
-	return nil, fmt.Errorf("step kind %q is not supported by the runner", st.Kind())
+}
+
+func (s *runState) labels(ctx context.Context, st *scenarios.Step) (visibility, error) {
+	p := kwok.NodePatch{Labels: map[string]*string{}}
+	for k, v := range st.Labels.Set {
+		p.Labels[k] = &v
+	}
+	for _, k := range st.Labels.Remove {
+		p.Labels[k] = nil
+	}
+	return s.patchNodes(ctx, st, p)
+}
+
+func (s *runState) taints(ctx context.Context, st *scenarios.Step) (visibility, error) {
+	return s.patchNodes(ctx, st, kwok.NodePatch{SetTaints: st.Taints.Add, RemoveTaints: st.Taints.Remove})
+}
+
+// cordon cordons or uncordons.
+func (s *runState) cordon(ctx context.Context, st *scenarios.Step) (visibility, error) {
+	cordon := st.Kind() == scenarios.KindCordon
+	return s.patchNodes(ctx, st, kwok.NodePatch{Unschedulable: &cordon})
+}
+
+func (s *runState) evict(ctx context.Context, st *scenarios.Step) (visibility, error) {
+	taint := corev1.Taint{Key: scenarios.DefaultEvictTaintKey, Effect: corev1.TaintEffectNoExecute}
+	if st.Evict.Taint != nil {
+		taint = *st.Evict.Taint
+	}
+	return s.patchNodes(ctx, st, kwok.NodePatch{SetTaints: []corev1.Taint{taint}})
+}
+
+// markReady marks nodes Ready or NotReady.
+func (s *runState) markReady(ctx context.Context, st *scenarios.Step) (visibility, error) {
+	ready := st.Kind() == scenarios.KindMarkReady
+	names := s.pickNodes(st, st.Target())
+	err := s.paced(ctx, st, len(names), func(ctx context.Context, i int) error {
+		if err := kwok.SetNodeReady(ctx, s.r.client, names[i], ready); err != nil && !s.leftMeanwhile(st, names[i], err) {
+			return err
+		}
+		return nil
+	})
+	return visibility{"": nodeConditionSeen(names, ready)}, err
+}
+
+func (s *runState) update(ctx context.Context, st *scenarios.Step) (visibility, error) {
+	return s.writeDS(ctx, st.Update.DaemonSet, func(ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
+		return scenarios.ApplyUpdate(ds, st.Update)
+	})
+}
+
+func (s *runState) strategy(ctx context.Context, st *scenarios.Step) (visibility, error) {
+	return s.writeDS(ctx, st.Strategy.DaemonSet, func(ds *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
+		return scenarios.ApplyStrategy(ds, st.Strategy), nil
+	})
+}
+
+func (s *runState) pause(ctx context.Context, st *scenarios.Step) (visibility, error) {
+	sleep(ctx, st.Pause.Duration)
+	return nil, ctx.Err()
+}
+
+// waitStep waits for the barriers, then closes the expectations declared
+// before it.
+func (s *runState) waitStep(ctx context.Context, st *scenarios.Step) (visibility, error) {
+	err := s.waitConverged(ctx, st.WaitConverged, stepName(st))
+	end := s.r.clock.Now()
+	s.do(func() { s.core.CloseExpectations(end) })
+	return nil, err
+}
+
+func (s *runState) parallel(ctx context.Context, st *scenarios.Step) (visibility, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	for i, branch := range st.Parallel {
+		g.Go(func() error { return s.playSteps(gctx, branch, fmt.Sprintf("%s.parallel[%d]", st.Path, i)) })
+	}
+	return nil, g.Wait()
 }
 
 // paced runs fn for i in [0, n) at the step's rate or spread over its
@@ -420,7 +469,8 @@ func (s *runState) create(ctx context.Context, st *scenarios.Step) (visibility, 
 	return vis, err
 }
 
-func (s *runState) deleteDS(ctx context.Context, d *scenarios.DeleteStep) (visibility, error) {
+func (s *runState) deleteDS(ctx context.Context, st *scenarios.Step) (visibility, error) {
+	d := st.Delete
 	ds, err := s.sc.DaemonSet(d.DaemonSet)
 	if err != nil {
 		return nil, err
@@ -475,7 +525,8 @@ func (s *runState) writeDS(ctx context.Context, ref string, fn func(*appsv1.Daem
 
 // rollback does what `kubectl rollout undo` does: it writes the template of
 // an earlier ControllerRevision back into the DaemonSet.
-func (s *runState) rollback(ctx context.Context, rb *scenarios.RollbackStep) (visibility, error) {
+func (s *runState) rollback(ctx context.Context, st *scenarios.Step) (visibility, error) {
+	rb := st.Rollback
 	want, err := s.sc.DaemonSet(rb.DaemonSet)
 	if err != nil {
 		return nil, err
@@ -574,7 +625,11 @@ func (s *runState) pods(ctx context.Context, st *scenarios.Step) (visibility, er
 	return visibility{"": podsChanged(keys, ps.Action == scenarios.PodFail)}, err
 }
 
-func (s *runState) controller(ctx context.Context, c *scenarios.ControllerStep) error {
+func (s *runState) controller(ctx context.Context, st *scenarios.Step) (visibility, error) {
+	return nil, s.controllerAction(ctx, st.Controller)
+}
+
+func (s *runState) controllerAction(ctx context.Context, c *scenarios.ControllerStep) error {
 	stopped := func() {
 		s.do(func() { s.core.ControllerStopped() })
 	}

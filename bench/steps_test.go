@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -53,5 +54,31 @@ func TestDefaultGraceGrowsWithNodesTimesDaemonSets(t *testing.T) {
 		if many[k] != 0 {
 			t.Errorf("%s has grace %s; a correct controller never causes it", k, many[k])
 		}
+	}
+}
+
+// Every step kind of the scenario format has an entry in stepKinds.
+func TestStepKindsCoverTheFormat(t *testing.T) {
+	var st scenarios.Step
+	v := reflect.ValueOf(&st).Elem()
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 0, 0))
+		}
+	}
+	kinds := st.Kinds()
+	if len(kinds) == 0 {
+		t.Fatalf("found %d kinds by setting every field of a Step: %v", len(kinds), kinds)
+	}
+	for _, k := range kinds {
+		if _, ok := stepKinds[k]; !ok {
+			t.Errorf("step kind %q has no entry in stepKinds", k)
+		}
+	}
+	if len(stepKinds) != len(kinds) {
+		t.Errorf("stepKinds has %d entries, the format %d kinds", len(stepKinds), len(kinds))
 	}
 }
