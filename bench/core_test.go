@@ -53,6 +53,9 @@ var update = flag.Bool("update", false, "rewrite the expected output in testdata
 //	wait [ds=NAME,...]       one poll of waitConverged
 //	wait-timeout name=S timeout=D deadline=N [ds=NAME,...]
 //	close-expectations t=N
+//	request-deletion pod=NAME   the harness deletes the pod
+//	controller-stopped | controller-started t=N
+//	status                   the live display's line
 //	finish t=N               the reports.Run, compactly
 //
 // events, advance and ack also print the barriers that completed and the
@@ -320,6 +323,17 @@ func (d *driver) run(b *block) string {
 			out.WriteString(violationLine(v) + "\n")
 		}
 		return out.String() + d.records()
+	case "request-deletion":
+		d.core.RequestDeletion("default/" + a["pod"])
+		return "ok"
+	case "controller-stopped":
+		d.core.ControllerStopped()
+		return "ok"
+	case "controller-started":
+		d.core.ControllerStarted(d.at(a["t"]))
+		return "ok"
+	case "status":
+		return d.core.Status()
 	case "close-expectations":
 		d.core.CloseExpectations(d.at(a["t"]))
 		return "ok"
