@@ -102,6 +102,21 @@ const StatusLag = 10 * time.Second
 // controller decides on a cache that shows departures a little late.
 const LimitLag = 2 * time.Second
 
+// OracleParams are the oracle's tolerances at this size, for the report.
+func OracleParams(nodes, daemonSets int) *reports.OracleParams {
+	conf := oracleConfig(DefaultGrace(nodes, daemonSets))
+	p := &reports.OracleParams{GraceSeconds: map[string]float64{},
+		CacheLagSeconds: conf.CacheLag.Seconds(), LimitLagSeconds: conf.LimitLag.Seconds(),
+		StaleCreateLagSeconds: conf.StaleCreateLag.Seconds(), StallAfterSeconds: conf.StallAfter.Seconds(),
+		StatusLagSeconds: conf.StatusLag.Seconds()}
+	for k, d := range conf.Grace {
+		if d > 0 {
+			p.GraceSeconds[string(k)] = d.Seconds()
+		}
+	}
+	return p
+}
+
 // oracleConfig is the oracle's configuration for a run with this grace.
 func oracleConfig(grace map[oracle.Kind]time.Duration) oracle.Config {
 	return oracle.Config{Grace: grace, LimitLag: LimitLag, CacheLag: CacheLag,

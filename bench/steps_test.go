@@ -57,6 +57,23 @@ func TestDefaultGraceGrowsWithNodesTimesDaemonSets(t *testing.T) {
 	}
 }
 
+// The report states every grace that remains and the causal lag bounds, so
+// that a reader can tell what the oracle allowed.
+func TestOracleParamsStateTheGraces(t *testing.T) {
+	p := OracleParams(100, 2)
+	if got, want := p.GraceSeconds[string(oracle.MissingPod)], 36.0; got != want {
+		t.Errorf("MissingPod grace %v s, want %v", got, want)
+	}
+	for _, k := range []oracle.Kind{oracle.DuplicatePods, oracle.Overunavailable} {
+		if _, ok := p.GraceSeconds[string(k)]; ok {
+			t.Errorf("%s is listed with a grace; it has none", k)
+		}
+	}
+	if p.CacheLagSeconds != CacheLag.Seconds() || p.StatusLagSeconds != StatusLag.Seconds() || p.StallAfterSeconds != StallAfter.Seconds() {
+		t.Errorf("lag bounds %+v do not match the oracle's configuration", p)
+	}
+}
+
 // Every step kind of the scenario format has an entry in stepKinds.
 func TestStepKindsCoverTheFormat(t *testing.T) {
 	var st scenarios.Step

@@ -405,6 +405,7 @@ func newReport(f *runFlags, scs []*scenarios.Scenario, which []bench.Controller)
 		b := sc.Cluster.Pods
 		p.Pods = reports.PodStages{ReadyDelaySeconds: b.ReadyDelay.Seconds(), ReadyJitterSeconds: b.ReadyJitter.Seconds(),
 			DeleteDelaySeconds: b.DeleteDelay.Seconds(), FailImages: b.FailImages, NeverReadyImages: b.NeverReadyImages}
+		p.Oracle = bench.OracleParams(p.Nodes, len(sc.DaemonSets()))
 		r.Params.PerScenario = append(r.Params.PerScenario, p)
 		nodes[p.Nodes], reps[p.Repetitions] = true, true
 	}
