@@ -580,7 +580,7 @@ func (c *Core) rolloutStep(ro oracle.Rollout) string {
 
 // harnessStats summarizes the harness's own lag.
 func (c *Core) harnessStats(cpu time.Duration, relists int) *reports.Harness {
-	h := &reports.Harness{Events: len(c.lags), Clamped: c.checker.World().Clamped(), CPUSeconds: cpu.Seconds(), Relists: relists}
+	h := &reports.Harness{Events: len(c.lags), Clamped: c.checker.World().Clamped(), Retracted: c.checker.Retracted(), CPUSeconds: cpu.Seconds(), Relists: relists}
 	if len(c.lags) > 0 {
 		sorted := slices.Clone(c.lags)
 		slices.Sort(sorted)

@@ -9,7 +9,7 @@ import (
 // oracle could not apply fail the run's invariants.
 func TestHarnessFindings(t *testing.T) {
 	r := newReport([]float64{1, 1}, []float64{1, 1})
-	r.Runs[0].Harness = &Harness{Events: 1000, LagP50: 0.001, LagP99: 0.25, LagMax: 0.9, Clamped: 3, CPUSeconds: 2, Limited: true}
+	r.Runs[0].Harness = &Harness{Events: 1000, LagP50: 0.001, LagP99: 0.25, LagMax: 0.9, Clamped: 3, Retracted: 2, CPUSeconds: 2, Limited: true}
 	r.Runs[1].Harness = &Harness{Events: 900, LagP50: 0.001, LagP99: 0.004, LagMax: 0.01, CPUSeconds: 1}
 	r.Runs[2].Harness = &Harness{Events: 900, Rejected: 2}
 	findings := CheckInvariants(r)
@@ -39,7 +39,7 @@ func TestHarnessFindings(t *testing.T) {
 		t.Fatal("no harness table")
 	}
 	md := tbl.markdown("")
-	for _, want := range []string{"| s (nodes=100) | ours | 2 | 1900 | 1.00 | 250.0 | 900.0 | 3 | 0 | 3.00 | 1 |"} {
+	for _, want := range []string{"| s (nodes=100) | ours | 2 | 1900 | 1.00 | 250.0 | 900.0 | 3 | 2 | 0 | 3.00 | 1 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("harness table lacks %q:\n%s", want, md)
 		}

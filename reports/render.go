@@ -229,16 +229,16 @@ func (a *analysis) nodeLatencyTable() (table, bool) {
 	return t, len(t.Rows) > 0
 }
 
-const harnessNote = "How far the harness's oracle trailed the watch events (each stamped once, on arrival), worst run of each case: a run whose p99 lag exceeds 0.1 s is harness-limited, its latencies include the harness's own delay. Clamped events were judged at the oracle's later time. Harness CPU is the dsbench process's own, summed over the runs.\n"
+const harnessNote = "How far the harness's oracle trailed the watch events (each stamped once, on arrival), worst run of each case: a run whose p99 lag exceeds 0.1 s is harness-limited, its latencies include the harness's own delay. Clamped events were judged at the oracle's later time. Retracted limit episodes were ended by a node change that etcd ordered before the pod change that began them (the watch streams delivered them the other way round). Harness CPU is the dsbench process's own, summed over the runs.\n"
 
 // harnessTable shows the harness's lag per case and controller.
 func (a *analysis) harnessTable() (table, bool) {
 	t := table{
-		Header: []string{"case", "controller", "runs", "events", "lag p50 (ms)", "lag p99 (ms)", "lag max (ms)", "clamped", "relists", "harness CPU (s)", "harness-limited runs"},
+		Header: []string{"case", "controller", "runs", "events", "lag p50 (ms)", "lag p99 (ms)", "lag max (ms)", "clamped", "retracted", "relists", "harness CPU (s)", "harness-limited runs"},
 		Right:  []bool{false, false, true, true, true, true, true, true, true, true, true},
 	}
 	for _, g := range a.groups {
-		var runs, events, clamped, relists, limited int
+		var runs, events, clamped, retracted, relists, limited int
 		var p50, p99, lagMax, cpu float64
 		for _, run := range g.Runs {
 			h := run.Harness
@@ -248,6 +248,7 @@ func (a *analysis) harnessTable() (table, bool) {
 			runs++
 			events += h.Events
 			clamped += h.Clamped
+			retracted += h.Retracted
 			relists += h.Relists
 			cpu += h.CPUSeconds
 			p50, p99, lagMax = max(p50, h.LagP50), max(p99, h.LagP99), max(lagMax, h.LagMax)
@@ -260,7 +261,7 @@ func (a *analysis) harnessTable() (table, bool) {
 		}
 		ms := func(s float64) string { return fmtDecimal(s * 1000) }
 		t.Rows = append(t.Rows, []string{g.Case.String(), g.Controller, fmt.Sprint(runs), fmt.Sprint(events),
-			ms(p50), ms(p99), ms(lagMax), fmt.Sprint(clamped), fmt.Sprint(relists), fmtDecimal(cpu), fmt.Sprint(limited)})
+			ms(p50), ms(p99), ms(lagMax), fmt.Sprint(clamped), fmt.Sprint(retracted), fmt.Sprint(relists), fmtDecimal(cpu), fmt.Sprint(limited)})
 	}
 	return t, len(t.Rows) > 0
 }

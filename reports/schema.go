@@ -70,6 +70,21 @@ type ScenarioParams struct {
 	// Pods are kwok's pod stages for it: start delay and jitter, delete
 	// delay, and the images that fail or never become Ready.
 	Pods PodStages `json:"pods"`
+	// Oracle is what the oracle allowed: the graces that remain (latency a
+	// kind may last before it is reported; never an excuse for a wrong
+	// action, which counts at once) and the lag bounds of its causal rules.
+	Oracle *OracleParams `json:"oracle,omitempty"`
+}
+
+// OracleParams are the oracle's tolerances for one scenario.
+type OracleParams struct {
+	// GraceSeconds per violation kind; kinds not listed have none.
+	GraceSeconds          map[string]float64 `json:"graceSeconds"`
+	CacheLagSeconds       float64            `json:"cacheLagSeconds"`
+	LimitLagSeconds       float64            `json:"limitLagSeconds"`
+	StaleCreateLagSeconds float64            `json:"staleCreateLagSeconds"`
+	StallAfterSeconds     float64            `json:"stallAfterSeconds"`
+	StatusLagSeconds      float64            `json:"statusLagSeconds"`
 }
 
 // PodStages are kwok's pod-stage settings of a scenario.
@@ -287,6 +302,10 @@ type Harness struct {
 	Clamped int `json:"clamped"`
 	// Rejected counts events the oracle could not apply (never expected).
 	Rejected int `json:"rejected,omitempty"`
+	// Retracted counts over-unavailability or over-surge episodes the
+	// oracle withdrew because the node change that ended them came first in
+	// etcd's order (the streams delivered it after the pod change).
+	Retracted int `json:"retracted,omitempty"`
 	// Relists counts the watches that had to start over (see WatchGaps).
 	Relists int `json:"relists"`
 	// CPUSeconds is the harness process's CPU over the run (getrusage).

@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -151,8 +152,16 @@ type Checker struct {
 	// never was must-run, the lowest first resourceVersion of its misplaced
 	// pods: see withdrawReordered.
 	misplacedRV map[episodeKey]uint64
-	reported    []Violation
-	orphanEp    map[string]episodeKey // pod key -> its open OrphanPod episode
+	// eventRV is the resourceVersion of the event being applied (0 during
+	// Advance). limitOpen holds, for an open Overunavailable or Oversurge
+	// episode, the resourceVersion of the event that opened it and the
+	// rollout's peak before it, so that an episode that a lower-versioned
+	// event closes can be retracted (see retractable).
+	eventRV   uint64
+	limitOpen map[episodeKey]limitOpening
+	retracted int
+	reported  []Violation
+	orphanEp  map[string]episodeKey // pod key -> its open OrphanPod episode
 
 	wakes    wakeHeap
 	barriers []*barrierState
@@ -245,12 +254,17 @@ func NewChecker(cfg Config) *Checker {
 		open:        map[episodeKey]*Violation{},
 		atOnce:      map[episodeKey]bool{},
 		misplacedRV: map[episodeKey]uint64{},
+		limitOpen:   map[episodeKey]limitOpening{},
 		orphanEp:    map[string]episodeKey{},
 		joinOpen:    map[[2]string]*NodeJoin{},
 		gcOpen:      map[[2]string]*PodGCWait{},
 		requested:   map[string]bool{},
 	}
 }
+
+// Retracted counts limit episodes withdrawn because the event that ended
+// them came first in etcd's order (see limitEpisode).
+func (c *Checker) Retracted() int { return c.retracted }
 
 // World is the Checker's view; read it, do not Apply to it directly.
 func (c *Checker) World() *World { return c.w }
@@ -270,6 +284,11 @@ func (c *Checker) Apply(ev Event) error {
 	if err != nil {
 		return err
 	}
+	c.eventRV = 0
+	if o, ok := ev.Object.(metav1.Object); ok {
+		c.eventRV = resourceVersion(o)
+	}
+	defer func() { c.eventRV = 0 }()
 	t := c.w.now
 	c.now = t
 	c.last = EventRef{Time: t, Kind: ev.Kind, Object: describe(ev.Object)}
@@ -739,7 +758,7 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 	maxSurge, _ := s.e.limits(s.mustRun)
 	sk := episodeKey{ds: s.key, kind: Oversurge}
 	overSurge, maxSurge := s.surge.judge(s.surging, maxSurge, t, c.cfg.LimitLag, c.open[sk] != nil)
-	c.episode(sk, s.e.surge() && overSurge, t, func(x *Violation) {
+	c.limitEpisode(sk, s, s.e.surge() && overSurge, t, func(x *Violation) {
 		if s.surging > x.Peak {
 			x.Peak, x.Allowed = s.surging, maxSurge
 		}
@@ -755,10 +774,7 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 	k := episodeKey{ds: s.key, kind: Overunavailable}
 	over, allowed := s.unav.judge(s.disrupted, allowed, t, c.cfg.LimitLag, c.open[k] != nil)
 	over = over && !conv
-	if s.disrupted > r.PeakUnavailable {
-		r.PeakUnavailable, r.AllowedAtPeak = s.disrupted, allowed
-	}
-	c.episode(k, over, t, func(x *Violation) {
+	c.limitEpisode(k, s, over, t, func(x *Violation) {
 		if s.disrupted > x.Peak {
 			x.Peak, x.Allowed = s.disrupted, allowed
 		}
@@ -766,6 +782,10 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 			x.Detail = fmt.Sprintf("%d of %d must-run nodes disrupted, maxUnavailable %d: %s", s.disrupted, s.mustRun, allowed, c.disruptedNodes(s, 12))
 		}
 	})
+	// After the episode: a retracted one restored the peak it had raised.
+	if s.disrupted > r.PeakUnavailable {
+		r.PeakUnavailable, r.AllowedAtPeak = s.disrupted, allowed
+	}
 	if conv {
 		c.endRollout(s, t, RolloutConverged)
 	}
@@ -851,6 +871,45 @@ func (g *limitGuard) judge(count, limit int, t time.Time, lag time.Duration, ope
 	}
 	g.last = count
 	return over, limit
+}
+
+// limitOpening is what an open limit episode needs to be retracted.
+type limitOpening struct {
+	rv            uint64
+	peak, allowed int
+	hadRollout    bool
+}
+
+// limitEpisode is episode for Overunavailable and Oversurge, which count
+// disruptions over all of a DaemonSet's nodes. Pod and node events arrive
+// on separate watch streams, so the oracle can see a controller's deletion
+// before the node change that caused it (a label that made the node
+// ineligible: its pods go, correctly). When the event that ends an episode
+// has a lower resourceVersion than the one that began it, etcd ordered the
+// end first: in the cluster's own order the limit was never exceeded, and
+// the episode is retracted, with the rollout's peak as it was before it.
+func (c *Checker) limitEpisode(k episodeKey, s *dsState, on bool, t time.Time, fill func(*Violation)) {
+	_, open := c.open[k]
+	switch {
+	case on && !open:
+		lo := limitOpening{rv: c.eventRV}
+		if r := s.rollout; r != nil && k.kind == Overunavailable {
+			lo.hadRollout, lo.peak, lo.allowed = true, r.PeakUnavailable, r.AllowedAtPeak
+		}
+		c.limitOpen[k] = lo
+	case !on && open:
+		lo := c.limitOpen[k]
+		delete(c.limitOpen, k)
+		if lo.rv != 0 && c.eventRV != 0 && c.eventRV < lo.rv {
+			delete(c.open, k)
+			c.retracted++
+			if r := s.rollout; r != nil && lo.hadRollout {
+				r.PeakUnavailable, r.AllowedAtPeak = lo.peak, lo.allowed
+			}
+			return
+		}
+	}
+	c.episode(k, on, t, fill)
 }
 
 // episode opens, updates or closes the episode k according to on.

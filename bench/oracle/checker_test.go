@@ -596,3 +596,53 @@ func TestPodSeenBeforeTheNodeUpdateItFollowed(t *testing.T) {
 		})
 	}
 }
+
+// Pod and node events come on separate watch streams. During a rollout with
+// maxUnavailable 0, a node loses the label that selects it and the
+// controller deletes its pods: correct, and what make mutants saw the
+// correct controller do (1 of 52 disrupted, maxUnavailable 0, for 47 µs)
+// when the oracle got the deletion before the label change. The
+// resourceVersions decide: an episode that a lower-versioned event ended
+// is retracted, peak included; one whose end came later in etcd's order
+// stays, so a controller that deletes first and relabels never hides.
+func TestLimitEpisodeEndedByAnEarlierNodeChange(t *testing.T) {
+	surge := []dsOpt{nodeSelector("disk", "ssd"), maxSurge(intstr.FromInt32(1)), maxUnavailable(intstr.FromInt32(0))}
+	ds := daemonSet("d", surge...)
+	upd := daemonSet("d", append([]dsOpt{image("pause:2", 2)}, surge...)...)
+	rv := func(o metav1.Object, v string) metav1.Object { o.SetResourceVersion(v); return o }
+	for _, tc := range []struct {
+		name           string
+		podRV, nodeRV  string
+		wantViolations int
+		wantPeak       int
+	}{
+		{"label removed first, seen second", "101", "100", 0, 0},
+		{"pod deleted first: a real disruption", "100", "101", 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tl timeline
+			tl.add(0, node("n1", withLabels("disk", "ssd"))).add(0, node("n2", withLabels("disk", "ssd"))).add(0, ds)
+			tl.add(1, pod(ds, "p1", "n1", ready(at(1)))).add(1, pod(ds, "p2", "n2", ready(at(1))))
+			tl.mod(5, upd)
+			gone := pod(ds, "p1", "n1", ready(at(1)), terminating)
+			tl.mod(6, rv(gone, tc.podRV).(*corev1.Pod))
+			tl.mod(6.0001, rv(node("n1", withLabels("disk", "hdd")), tc.nodeRV).(*corev1.Node))
+			c := feed(t, oracle.Config{Grace: map[oracle.Kind]time.Duration{oracle.MissingPod: 2 * time.Second}}, tl)
+			var over []oracle.Violation
+			for _, v := range c.Finish(at(8)) {
+				if v.Kind == oracle.Overunavailable {
+					over = append(over, v)
+				}
+			}
+			if len(over) != tc.wantViolations {
+				t.Errorf("Overunavailable %+v, want %d", over, tc.wantViolations)
+			}
+			if len(c.Rollouts()) != 1 || c.Rollouts()[0].PeakUnavailable != tc.wantPeak {
+				t.Errorf("rollouts %+v, want one with peak %d", c.Rollouts(), tc.wantPeak)
+			}
+			if got, want := c.Retracted(), 1-tc.wantViolations; got != want {
+				t.Errorf("retracted %d, want %d", got, want)
+			}
+		})
+	}
+}
