@@ -277,3 +277,39 @@ func gzipLines(tb testing.TB, lines []string) []byte {
 	}
 	return buf.Bytes()
 }
+
+// TestJournalRecorderLeavesNoTemporaries: a finished journal is one file; a
+// run that never reached Finish leaves none.
+func TestJournalRecorderLeavesNoTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	done, err := NewJournalRecorder(filepath.Join(dir, "done.jsonl.gz"), JournalHeader{Variant: correctVariantName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done.advance(scriptT0)
+	done.finish(scriptT0, nil, nil)
+	unfinished, err := NewJournalRecorder(filepath.Join(dir, "unfinished.jsonl.gz"), JournalHeader{Variant: correctVariantName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unfinished.advance(scriptT0)
+	for _, r := range []*JournalRecorder{done, unfinished, nil} {
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if diff := cmp.Diff([]string{"done.jsonl.gz"}, names); diff != "" {
+		t.Errorf("files left (-want +got):\n%s", diff)
+	}
+	if _, vs, err := ReplayFile(filepath.Join(dir, "done.jsonl.gz")); err != nil || len(vs) != 0 {
+		t.Errorf("ReplayFile = %v, %v; want no violations", vs, err)
+	}
+}
