@@ -29,6 +29,9 @@ type CoreConfig struct {
 	// StopAtViolation makes Tick ask to end the run at the first unexpected
 	// violation.
 	StopAtViolation bool
+	// Journal, when set, records every input of the Checker (see Replay);
+	// the caller closes it after Finish.
+	Journal *JournalRecorder
 }
 
 // Core is the runner's bookkeeping without its I/O, in the shape of the
@@ -42,6 +45,7 @@ type CoreConfig struct {
 type Core struct {
 	sc      *scenarios.Scenario
 	checker *oracle.Checker
+	journal *JournalRecorder // nil: nothing recorded
 	stopAt  bool
 	stopped bool
 
@@ -66,6 +70,7 @@ func NewCore(conf CoreConfig) *Core {
 	return &Core{
 		sc:       conf.Scenario,
 		checker:  oracle.NewChecker(conf.Oracle),
+		journal:  conf.Journal,
 		stopAt:   conf.StopAtViolation,
 		dss:      map[string]bool{},
 		timeline: map[string]*reports.Timeline{},
@@ -155,13 +160,22 @@ func (c *Core) World() *oracle.World { return c.checker.World() }
 
 // RequestDeletion tells the oracle that the harness deletes the pod, so that
 // its disappearance is no UnrequestedDisruption.
-func (c *Core) RequestDeletion(podKey string) { c.checker.RequestDeletion(podKey) }
+func (c *Core) RequestDeletion(podKey string) {
+	c.journal.requestDeletion(podKey)
+	c.checker.RequestDeletion(podKey)
+}
 
 // ControllerStopped tells the oracle that the controller is down.
-func (c *Core) ControllerStopped() { c.checker.ControllerStopped() }
+func (c *Core) ControllerStopped() {
+	c.journal.controllerStopped()
+	c.checker.ControllerStopped()
+}
 
 // ControllerStarted tells the oracle that the controller is back at now.
-func (c *Core) ControllerStarted(now time.Time) { c.checker.ControllerStarted(now) }
+func (c *Core) ControllerStarted(now time.Time) {
+	c.journal.controllerStarted(now)
+	c.checker.ControllerStarted(now)
+}
 
 // StatusSettled says whether every DaemonSet's status agrees with the oracle.
 func (c *Core) StatusSettled() bool { return c.checker.StatusSettled() }
@@ -188,6 +202,7 @@ func (c *Core) Status() string {
 // the executor hands over at arrived.
 func (c *Core) Observe(ev oracle.Event, arrived time.Time) {
 	c.lags = append(c.lags, arrived.Sub(ev.Time))
+	c.journal.apply(ev)
 	if err := c.checker.Apply(ev); err != nil {
 		c.applyErrs++
 	}
@@ -212,6 +227,7 @@ type TickResult struct {
 // most once a second.
 func (c *Core) Tick(now time.Time, drained bool) TickResult {
 	if drained && now.After(c.checker.Now()) {
+		c.journal.advance(now)
 		c.checker.Advance(now)
 	}
 	if now.Sub(c.sampled) >= time.Second {
@@ -503,14 +519,16 @@ func (c *Core) Finish(run reports.Run, in FinishInput) reports.Run {
 		}
 		run.Steps = append(run.Steps, step)
 	}
-	for _, v := range c.checker.Finish(now) {
-		kind := scenarioKind(v.Kind)
+	found := c.checker.Finish(now)
+	expected := make([]bool, len(found))
+	for i, v := range found {
+		expected[i] = c.expected(scenarioKind(v.Kind), v.DaemonSet, v.Start)
 		run.Violations = append(run.Violations, reports.Violation{
 			DaemonSet: v.DaemonSet, Node: v.Node, Kind: string(v.Kind), Start: v.Start,
-			Seconds: v.End.Sub(v.Start).Seconds(), Detail: v.Detail,
-			Expected: c.expected(kind, v.DaemonSet, v.Start),
+			Seconds: v.End.Sub(v.Start).Seconds(), Detail: v.Detail, Expected: expected[i],
 		})
 	}
+	c.journal.finish(now, found, expected)
 	for _, w := range c.windows {
 		if !w.seen && !w.exp.Optional {
 			run.Violations = append(run.Violations, reports.Violation{

@@ -25,7 +25,7 @@ import (
 	"github.com/dsbench/dsbench/scenarios"
 )
 
-var update = flag.Bool("update", false, "rewrite the expected output in testdata/core/*.txt")
+var update = flag.Bool("update", false, "rewrite the expected output in testdata (core scripts, scripted journals)")
 
 // TestCoreScripts plays the scripts in testdata/core against a Core, in the
 // manner of etcd raft's interaction tests. A script is a list of blocks

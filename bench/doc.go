@@ -3,5 +3,7 @@
 // plays a scenario's steps, watches nodes, pods and DaemonSets with its own
 // eyes, and measures convergence, rollouts and invariants through the
 // independent oracle in bench/oracle. The runner is an executor of I/O
-// around Core, which decides and records without any (core.go).
+// around Core, which decides and records without any (core.go). A run can
+// record its oracle's inputs in a journal that Replay judges again without
+// a cluster (journal.go, replay.go).
 package bench

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -57,6 +58,12 @@ type Config struct {
 	// specific kind (not a timeout): a broken controller, once caught, need
 	// not be watched any longer (make mutants).
 	StopAtViolation bool
+	// JournalDir, when set, receives a journal of each run's oracle inputs,
+	// <variant>-<scenario>[-<rep>].jsonl.gz, for Replay. Off by default.
+	JournalDir string
+	// Variant names what runs in the journals: a broken variant of our
+	// controller, or "correct" (make mutants); "" is the controller's name.
+	Variant string
 }
 
 // DefaultGrace is how long a correct controller may take to repair a node
@@ -227,11 +234,22 @@ func (s *runState) play(ctx context.Context) (err error) {
 		grace = DefaultGrace(s.sc.DefaultNodes(), len(s.sc.DaemonSets()))
 	}
 	b := s.sc.Cluster.Pods
+	oc := oracleConfig(grace)
+	journal, err := s.startJournal(oc)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if jerr := journal.Close(); jerr != nil && err == nil {
+			err = jerr
+		}
+	}()
 	s.core = NewCore(CoreConfig{
 		Scenario:        s.sc,
-		Oracle:          oracleConfig(grace),
+		Oracle:          oc,
 		PodStallAfter:   4 * (b.ReadyDelay.Duration + b.ReadyJitter.Duration),
 		StopAtViolation: s.r.conf.StopAtViolation,
+		Journal:         journal,
 	})
 
 	s.progress("preparing cluster")
@@ -293,6 +311,30 @@ func (s *runState) play(ctx context.Context) (err error) {
 	}
 	s.collect(ctx)
 	return runErr
+}
+
+// startJournal opens the run's journal when the runner records them; nil
+// otherwise.
+func (s *runState) startJournal(oc oracle.Config) (*JournalRecorder, error) {
+	dir := s.r.conf.JournalDir
+	if dir == "" {
+		return nil, nil
+	}
+	variant := s.r.conf.Variant
+	if variant == "" {
+		variant = string(s.which)
+	}
+	name := variant + "-" + s.sc.Metadata.Name
+	if s.run.Repetition > 0 {
+		name += fmt.Sprintf("-%d", s.run.Repetition)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the journal directory: %w", err)
+	}
+	return NewJournalRecorder(filepath.Join(dir, name+".jsonl.gz"), JournalHeader{
+		Scenario: s.sc.Metadata.Name, Variant: variant, Controller: string(s.which), Origin: "live",
+		Nodes: s.sc.DefaultNodes(), Oracle: oc,
+	})
 }
 
 func (s *runState) progress(format string, args ...any) {

@@ -149,10 +149,12 @@ func runMutants(ctx context.Context, env Env, args []string) error {
 	var only, onlyScenarios []string
 	var matrix string
 	var withCorrect bool
+	var record string
 	fs.StringSliceVar(&only, "mutants", nil, "variants to run (default: all)")
 	fs.StringSliceVar(&onlyScenarios, "scenarios", nil, "limit to these library scenarios")
 	fs.StringVar(&matrix, "matrix", "targeted", "targeted: each variant on the scenarios that exercise its bug; full: every variant on every scenario")
 	fs.BoolVar(&withCorrect, "correct", true, "also run the correct controller on every scenario of the matrix, which must be clean")
+	fs.StringVar(&record, "record", "", "write a journal of each run's oracle inputs to DIR/<variant>-<scenario>.jsonl.gz, replayed by bench's TestReplayStreams")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -258,6 +260,7 @@ func runMutants(ctx context.Context, env Env, args []string) error {
 			Binaries: map[bench.Controller]string{bench.Ours: bin},
 			Nodes:    f.nodes, LogDir: filepath.Join(out, "logs", c.variant), Progress: progress,
 			StopAtViolation: c.variant != correctVariant,
+			JournalDir:      record, Variant: c.variant,
 		})
 		if err != nil {
 			return err

@@ -40,6 +40,7 @@ type runFlags struct {
 	interleave  bool
 	baseline    string
 	noGate      bool
+	record      string
 }
 
 // register adds the flags of run and bench; defaultBaseline is the baseline
@@ -61,6 +62,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, env Env, defaultControllers, defa
 	fs.BoolVar(&f.interleave, "interleave", true, "alternate controllers per repetition, each going first every other time (A B, B A, ...), so that drift hits both")
 	fs.StringVar(&f.baseline, "baseline", defaultBaseline, "baseline for the regression gate ('': no gate, only the invariants); the run must match it (scenarios, nodes, controllers)")
 	fs.BoolVar(&f.noGate, "no-gate", false, "report, but always exit 0 unless the run itself broke")
+	fs.StringVar(&f.record, "record", "", "write a journal of each run's oracle inputs to DIR/<controller>-<scenario>[-<rep>].jsonl.gz (see bench.Replay)")
 }
 
 func (f *runFlags) controllerList() ([]bench.Controller, error) {
@@ -222,6 +224,7 @@ func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func
 		REST: cfg, Kubeconfig: kubeconfig, OwnsCluster: owns, Controller: ctrl,
 		Binaries: map[bench.Controller]string{bench.Ours: ours, bench.Upstream: bins.Path(kwok.BinKubeControllerManager)},
 		Nodes:    f.nodes, LogDir: filepath.Join(out, "logs"), Progress: progress,
+		JournalDir: f.record,
 	})
 	if err != nil {
 		return err
