@@ -137,6 +137,9 @@ type Run struct {
 	End        time.Time `json:"end"`
 	Outcome    string    `json:"outcome"`
 	Error      string    `json:"error,omitempty"`
+	// ControllerArgs are this run's own settings where they differ from run
+	// to run (the floor's pacing, chosen per repetition).
+	ControllerArgs []string `json:"controllerArgs,omitempty"`
 
 	Steps     []Step        `json:"steps"`
 	Rollouts  []Rollout     `json:"rollouts,omitempty"`

@@ -354,3 +354,21 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// ChooseInFlight picks the floor's pacing for the next repetition: the
+// first candidate not tried yet, then, once all were, the one whose trial
+// converged fastest (the first on a tie). tried maps a candidate to its trial
+// run's convergence seconds (+Inf when it did not converge).
+func ChooseInFlight(candidates []int, tried map[int]float64) int {
+	best := 0
+	for i, c := range candidates {
+		sec, ok := tried[c]
+		if !ok {
+			return c
+		}
+		if i == 0 || sec < tried[best] {
+			best = c
+		}
+	}
+	return best
+}

@@ -2,6 +2,7 @@ package floor_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -319,4 +320,24 @@ func unavailableNodes(ds floor.DaemonSet, deleted map[string]bool) int {
 		}
 	}
 	return n
+}
+
+func TestChooseInFlight(t *testing.T) {
+	inf := math.Inf(1)
+	for _, tt := range []struct {
+		name  string
+		tried map[int]float64
+		want  int
+	}{
+		{"first trial", nil, 8},
+		{"next trial", map[int]float64{8: 30}, 32},
+		{"last trial", map[int]float64{8: 30, 32: 20}, 128},
+		{"best", map[int]float64{8: 30, 32: 20, 128: 25}, 32},
+		{"tie keeps the first", map[int]float64{8: 20, 32: 20, 128: 25}, 8},
+		{"a trial that did not converge loses", map[int]float64{8: inf, 32: 90, 128: inf}, 32},
+	} {
+		if got := floor.ChooseInFlight([]int{8, 32, 128}, tt.tried); got != tt.want {
+			t.Errorf("%s: ChooseInFlight = %d, want %d", tt.name, got, tt.want)
+		}
+	}
 }
