@@ -15,6 +15,9 @@ const SchemaVersion = "dsbench.report/v1"
 const (
 	ControllerOurs     = "ours"
 	ControllerUpstream = "upstream"
+	// ControllerFloor is the harness doing the controller's work itself: a
+	// lower bound for the cluster, not a competitor (see README.md).
+	ControllerFloor = "floor"
 )
 
 // Run outcomes.
