@@ -29,15 +29,20 @@ const (
 	// Upstream is kube-controller-manager running only its DaemonSet
 	// controller, in its own process, as the baseline.
 	Upstream Controller = "upstream"
+	// Floor is no process: the harness itself creates and deletes the pods
+	// the oracle says are missing or misplaced, bound, as fast as its pacing
+	// allows (floorctl.go). It measures what the cluster could do, not a
+	// controller: it writes no status and no ControllerRevisions.
+	Floor Controller = "floor"
 )
 
 // ParseController checks a --controller value.
 func ParseController(s string) (Controller, error) {
 	switch Controller(s) {
-	case Ours, Upstream:
+	case Ours, Upstream, Floor:
 		return Controller(s), nil
 	}
-	return "", fmt.Errorf("controller %q: want ours or upstream", s)
+	return "", fmt.Errorf("controller %q: want ours, upstream or floor", s)
 }
 
 // ControllerConfig says how to start the controller under test. Both
@@ -58,6 +63,8 @@ type ControllerConfig struct {
 	ExtraArgs []string
 	// Env is added to the runner's environment (for example DSBENCH_MUTANT).
 	Env []string
+	// Floor paces the floor, which ignores everything above.
+	Floor FloorConfig
 }
 
 // ControllerProcess is a running controller.
@@ -88,6 +95,9 @@ type ProcessUsage struct {
 // Args is the command line the controller gets, with the kubeconfig and the
 // ports (chosen at start) as placeholders, for the report.
 func (c ControllerConfig) Args() []string {
+	if c.Which == Floor {
+		return c.Floor.Args()
+	}
 	c.Kubeconfig = "KUBECONFIG"
 	args := c.args(0, 0)
 	for i, a := range args {

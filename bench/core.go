@@ -158,6 +158,10 @@ func podReady(p *corev1.Pod) bool {
 // it only from the goroutine that feeds the Core.
 func (c *Core) World() *oracle.World { return c.checker.World() }
 
+// Observed counts the watch events observed so far, so that a reader of
+// World can tell whether it changed.
+func (c *Core) Observed() int { return len(c.lags) }
+
 // RequestDeletion tells the oracle that the harness deletes the pod, so that
 // its disappearance is no UnrequestedDisruption.
 func (c *Core) RequestDeletion(podKey string) {

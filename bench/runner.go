@@ -158,8 +158,16 @@ func NewRunner(conf Config) (*Runner, error) {
 	return &Runner{conf: conf, client: client, clock: conf.Clock}, nil
 }
 
-// Binary is the binary the runner starts for a controller.
+// Binary is the binary the runner starts for a controller ("" for the floor).
 func (r *Runner) Binary(which Controller) string { return r.conf.Binaries[which] }
+
+// WithFloor returns a runner that shares r's cluster and client and paces
+// the floor with conf.
+func (r *Runner) WithFloor(conf FloorConfig) *Runner {
+	c := *r
+	c.conf.Controller.Floor = conf
+	return &c
+}
 
 // Run plays one repetition of the scenario against one controller and
 // returns what it measured. It never panics on a bad cluster: a failure is
@@ -175,6 +183,12 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario, which Controll
 		sc = scaled
 	}
 	run.Nodes = sc.DefaultNodes()
+	if which == Floor {
+		run.ControllerArgs = r.conf.Controller.Floor.Args()
+		if why := floorUnsupported(sc); why != "" {
+			return failed(run, r.clock, errors.New(why))
+		}
+	}
 	s := &runState{r: r, sc: sc, which: which, run: &run, pools: map[string]*poolState{}}
 	err := s.play(ctx)
 	run.End = r.clock.Now()
@@ -195,6 +209,16 @@ func failed(run reports.Run, clk clock.PassiveClock, err error) reports.Run {
 	return run
 }
 
+// controllerUnderTest is what the steps do to the controller: a process
+// (ours, upstream) or the floor in the harness's own process.
+type controllerUnderTest interface {
+	Kill()
+	Restart(ctx context.Context) error
+	Stop()
+	Usage() ProcessUsage
+	APIRequests(ctx context.Context) (map[string]float64, error)
+}
+
 type poolState struct {
 	pool  scenarios.NodePool
 	next  int
@@ -209,7 +233,7 @@ type runState struct {
 	which Controller
 	run   *reports.Run
 
-	ctrl    *ControllerProcess
+	ctrl    controllerUnderTest
 	watcher *Watcher
 
 	// The observe loop owns the core and the pools, and sets stopped: other
@@ -235,6 +259,8 @@ func (s *runState) play(ctx context.Context) (err error) {
 	}
 	b := s.sc.Cluster.Pods
 	oc := oracleConfig(grace)
+	// The floor writes no status; every other invariant applies to it.
+	oc.SkipStatus = s.which == Floor
 	journal, err := s.startJournal(oc)
 	if err != nil {
 		return err
@@ -612,6 +638,17 @@ func (s *runState) startController(ctx context.Context) error {
 	conf.Kubeconfig = s.r.conf.Kubeconfig
 	if s.r.conf.LogDir != "" {
 		conf.LogPath = filepath.Join(s.r.conf.LogDir, fmt.Sprintf("%s-%s-%d.log", s.sc.Metadata.Name, s.which, s.run.Repetition))
+	}
+	if s.which == Floor {
+		s.progress("starting the floor")
+		f := newFloorController(conf.Floor, s.r.client, s.r.clock, conf.LogPath, func(fn func(*oracle.World, int)) {
+			s.do(func() { fn(s.core.World(), s.core.Observed()) })
+		})
+		if err := f.Restart(ctx); err != nil {
+			return err
+		}
+		s.ctrl = f
+		return nil
 	}
 	if conf.Binary == "" {
 		return fmt.Errorf("no binary for the %s controller", s.which)

@@ -23,17 +23,39 @@ type Row struct {
 type Comparison struct {
 	Title          string
 	ALabel, BLabel string // e.g. "upstream" and "ours", or "old" and "new"
-	Options        Options
-	Rows           []Row
+	// Note, when set, says what the comparison is, before the method.
+	Note    string
+	Options Options
+	Rows    []Row
 }
 
 // CompareControllers compares upstream (A) with ours (B) for every case in r.
 func CompareControllers(r *Report, opt Options) Comparison {
-	c := Comparison{Title: "ours vs upstream", ALabel: ControllerUpstream, BLabel: ControllerOurs, Options: opt}
+	return compareControllers(r, opt, Comparison{Title: "ours vs upstream", ALabel: ControllerUpstream, BLabel: ControllerOurs}, false)
+}
+
+// FloorNote says what the ours/floor comparison measures.
+const FloorNote = "The floor is the harness itself creating and deleting the pods the oracle asks for, bound to their nodes, " +
+	"paced only by its calls in flight: no scheduler, no status, no revisions, no informers. " +
+	"It is a lower bound for this cluster on this machine, not a competitor: ours/floor is how many times that bound ours takes."
+
+// CompareFloor compares the floor (A) with ours (B) for every case the floor
+// ran; it has no rows when it never did.
+func CompareFloor(r *Report, opt Options) Comparison {
+	return compareControllers(r, opt, Comparison{Title: "ours vs the floor", ALabel: ControllerFloor, BLabel: ControllerOurs, Note: FloorNote}, true)
+}
+
+// compareControllers fills c with B against A per case, with the paired
+// analysis; onlyWithA skips the cases A never ran.
+func compareControllers(r *Report, opt Options, c Comparison, onlyWithA bool) Comparison {
+	c.Options = opt
 	groups := Groups(r)
 	for _, cs := range cases(groups) {
-		a := findGroup(groups, cs, ControllerUpstream)
-		b := findGroup(groups, cs, ControllerOurs)
+		a := findGroup(groups, cs, c.ALabel)
+		b := findGroup(groups, cs, c.BLabel)
+		if onlyWithA && a == nil {
+			continue
+		}
 		rows := compareGroups(cs, "", a, b, opt)
 		for i := range rows {
 			var sa, sb *Series
@@ -141,7 +163,11 @@ func shortCommit(c string) string {
 // Markdown renders the comparison as one table per case (and controller).
 func (c Comparison) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## %s\n\n%s\n", c.Title, c.MethodNote())
+	fmt.Fprintf(&b, "## %s\n\n", c.Title)
+	if c.Note != "" {
+		fmt.Fprintf(&b, "%s\n\n", c.Note)
+	}
+	fmt.Fprintf(&b, "%s\n", c.MethodNote())
 	tables := c.tables()
 	for _, t := range tables {
 		b.WriteString(t.markdown("###"))

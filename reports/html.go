@@ -19,11 +19,18 @@ type htmlPage struct {
 	Comparison  string // title
 	MethodNote  string
 	Comparisons []table
+	// Floor is the ours/floor comparison, nil when the floor never ran.
+	Floor       *htmlComparison
 	NodeNote    string
 	HarnessNote string
 	NodeTable   *table
 	Harness     *table
 	Figures     []htmlFigure
+}
+
+type htmlComparison struct {
+	Title, Note, MethodNote string
+	Tables                  []table
 }
 
 type htmlGate struct {
@@ -58,6 +65,9 @@ func (a *analysis) html() ([]byte, error) {
 		Comparisons: a.comparison.tables(),
 		NodeNote:    strings.TrimSpace(nodeLatencyNote),
 		HarnessNote: strings.TrimSpace(harnessNote),
+	}
+	if len(a.floor.Rows) > 0 {
+		page.Floor = &htmlComparison{Title: a.floor.Title, Note: a.floor.Note, MethodNote: strings.TrimSpace(a.floor.MethodNote()), Tables: a.floor.tables()}
 	}
 	if t, ok := a.findingsTable(); ok {
 		page.Findings = &t
@@ -126,6 +136,7 @@ figcaption { font-size: 0.85em; color: #555; }
 <h2>{{.Comparison}}</h2>
 <p class="notes">{{.MethodNote}}</p>
 {{range .Comparisons}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}
+{{with .Floor}}<h2>{{.Title}}</h2><p class="notes">{{.Note}}</p><p class="notes">{{.MethodNote}}</p>{{range .Tables}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}{{end}}
 {{with .NodeTable}}<h2>Per-node latencies</h2><p class="notes">{{$.NodeNote}}</p>{{template "table" .}}{{end}}
 {{with .Harness}}<h2>The harness</h2><p class="notes">{{$.HarnessNote}}</p>{{template "table" .}}{{end}}
 <h2>Figures</h2>

@@ -43,11 +43,14 @@ type analysis struct {
 	groups     []Group
 	findings   []Finding
 	comparison Comparison
-	gate       *GateResult
+	// floor compares ours with the floor; no rows when it never ran.
+	floor Comparison
+	gate  *GateResult
 }
 
 func analyze(r *Report, b *Baseline, opt Options) *analysis {
-	a := &analysis{r: r, groups: Groups(r), findings: CheckInvariants(r), comparison: CompareControllers(r, opt)}
+	a := &analysis{r: r, groups: Groups(r), findings: CheckInvariants(r), comparison: CompareControllers(r, opt),
+		floor: CompareFloor(r, opt)}
 	if b != nil {
 		g := GateWith(r, b, opt)
 		a.gate = &g
@@ -283,6 +286,9 @@ func (a *analysis) markdown() string {
 		b.WriteString(a.gate.Markdown())
 	}
 	b.WriteString(a.comparison.Markdown())
+	if len(a.floor.Rows) > 0 {
+		b.WriteString(a.floor.Markdown())
+	}
 	if t, ok := a.nodeLatencyTable(); ok {
 		b.WriteString("## Per-node latencies\n\n")
 		b.WriteString(nodeLatencyNote + "\n")

@@ -15,6 +15,9 @@ const SchemaVersion = "dsbench.report/v1"
 const (
 	ControllerOurs     = "ours"
 	ControllerUpstream = "upstream"
+	// ControllerFloor is the harness doing the controller's work itself: a
+	// lower bound for the cluster, not a competitor (see README.md).
+	ControllerFloor = "floor"
 )
 
 // Run outcomes.
@@ -152,6 +155,9 @@ type Run struct {
 	End        time.Time `json:"end"`
 	Outcome    string    `json:"outcome"`
 	Error      string    `json:"error,omitempty"`
+	// ControllerArgs are this run's own settings where they differ from run
+	// to run (the floor's pacing, chosen per repetition).
+	ControllerArgs []string `json:"controllerArgs,omitempty"`
 
 	Steps     []Step        `json:"steps"`
 	Rollouts  []Rollout     `json:"rollouts,omitempty"`

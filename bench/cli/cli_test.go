@@ -42,6 +42,8 @@ func TestBadCommandLines(t *testing.T) {
 		{"delete without selector", []string{"nodes", "delete"}, []string{"--selector is required"}},
 		{"bad selector", []string{"nodes", "patch", "--selector", "a in (b"}, []string{"--selector"}},
 		{"cordon and uncordon", []string{"nodes", "patch", "--selector", "a=b", "--cordon", "--uncordon"}, []string{"choose one"}},
+		{"unknown controller", []string{"run", "--controller", "ours,best", "bench-rollout"}, []string{"--controller", `"best"`, "floor"}},
+		{"bad floor pacing", []string{"run", "--controller", "floor", "--floor-inflight", "8,0", "bench-rollout"}, []string{"--floor-inflight"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,5 +185,23 @@ func TestHelpHasNoBackQuotedValueNames(t *testing.T) {
 		if strings.Contains(help, "--bin-dir make") || strings.Contains(help, "--timeout up") {
 			t.Errorf("%s --help shows a back-quoted word as a value name:\n%s", cmd, help)
 		}
+	}
+}
+
+// The floor tries each pacing once, then keeps the one that converged
+// fastest; a run that did not converge never wins.
+func TestFloorPacer(t *testing.T) {
+	run := func(sec float64, converged bool) *reports.Run {
+		return &reports.Run{Outcome: reports.OutcomeOK, Steps: []reports.Step{{Name: "create", Seconds: sec, Converged: converged}}}
+	}
+	p := floorPacer{candidates: []int{8, 32, 128}}
+	var got []int
+	for _, r := range []*reports.Run{run(30, true), run(20, true), run(5, false), run(1, true), run(1, true)} {
+		conf := p.next()
+		got = append(got, conf.InFlight)
+		p.record(conf, r)
+	}
+	if want := []int{8, 32, 128, 32, 32}; !slices.Equal(got, want) {
+		t.Errorf("in flight per repetition = %v, want %v", got, want)
 	}
 }

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/dsbench/dsbench/bench"
+	"github.com/dsbench/dsbench/bench/floor"
 	"github.com/dsbench/dsbench/kwok"
 	"github.com/dsbench/dsbench/reports"
 	"github.com/dsbench/dsbench/scenarios"
@@ -41,6 +45,9 @@ type runFlags struct {
 	baseline    string
 	noGate      bool
 	record      string
+	// floorInFlight are the floor's pacings to try (see floorPacer).
+	floorInFlight []int
+	floorQPS      float64
 }
 
 // register adds the flags of run and bench; defaultBaseline is the baseline
@@ -49,7 +56,9 @@ type runFlags struct {
 func (f *runFlags) register(fs *pflag.FlagSet, env Env, defaultControllers, defaultBaseline string) {
 	f.cluster.register(fs, env)
 	fs.StringVar(&f.cluster.kubeconfig, "kubeconfig", "", "run against this cluster instead of a local KWOK cluster (nodes are not reset, stages not changed)")
-	fs.StringVar(&f.controllers, "controller", defaultControllers, "controllers to measure: ours, upstream, or both (interleaved)")
+	fs.StringVar(&f.controllers, "controller", defaultControllers, "controllers to measure, interleaved: ours, upstream, floor (the cluster's own limit, see README), a comma list, or both (ours,upstream)")
+	fs.IntSliceVar(&f.floorInFlight, "floor-inflight", []int{bench.DefaultFloorInFlight}, "the floor's API calls in flight: each value is tried on one repetition in turn, then the fastest is kept (e.g. 8,32,128)")
+	fs.Float64Var(&f.floorQPS, "floor-qps", 0, "cap the floor's API calls per second (0: no cap)")
 	fs.IntVar(&f.nodes, "nodes", 0, "scale every scenario to this many nodes (0: the scenario's own)")
 	fs.IntVar(&f.reps, "repetitions", 0, "repetitions per scenario and controller (0: the scenario's own)")
 	fs.IntVar(&f.workers, "workers", 5, "concurrent DaemonSet syncs, the same for both controllers")
@@ -178,6 +187,9 @@ func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func
 	if f.nodes < 0 || f.reps < 0 || f.workers <= 0 {
 		return usageError("run", fmt.Errorf("--nodes, --repetitions must not be negative and --workers must be positive"))
 	}
+	if len(f.floorInFlight) == 0 || slices.ContainsFunc(f.floorInFlight, func(n int) bool { return n <= 0 }) || f.floorQPS < 0 {
+		return usageError("run", fmt.Errorf("--floor-inflight %v: want positive counts; --floor-qps must not be negative", f.floorInFlight))
+	}
 	scs, err := loadScenarios(env, names)
 	if err != nil {
 		return err
@@ -236,6 +248,9 @@ func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func
 		conf := ctrl
 		conf.Which = bench.Controller(cp.Name)
 		cp.Args = conf.Args()
+		if conf.Which == bench.Floor {
+			cp.Args = floorArgs(f)
+		}
 		cp.Binary = runner.Binary(conf.Which)
 		cp.BinarySHA256 = fileSHA256(cp.Binary)
 	}
@@ -250,11 +265,21 @@ func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func
 		}
 		reps = max(reps, 1)
 		order := runOrder(which, reps, f.interleave)
+		pacer := floorPacer{candidates: f.floorInFlight, qps: f.floorQPS}
 		for _, o := range order {
 			if ctx.Err() != nil {
 				break
 			}
-			run := runner.Run(ctx, sc, o.which, o.rep)
+			r := runner
+			var floorConf bench.FloorConfig
+			if o.which == bench.Floor {
+				floorConf = pacer.next()
+				r = runner.WithFloor(floorConf)
+			}
+			run := r.Run(ctx, sc, o.which, o.rep)
+			if o.which == bench.Floor {
+				pacer.record(floorConf, &run)
+			}
 			progress.Done()
 			fmt.Fprintf(env.Stderr, "%s: %s (%.1fs)%s\n", run.ID(), run.Outcome, run.End.Sub(run.Start).Seconds(), errSuffix(run.Error))
 			report.Runs = append(report.Runs, run)
@@ -347,6 +372,45 @@ func bringUp(ctx context.Context, env Env, f *runFlags) (kubeconfig string, owns
 		fmt.Fprintf(env.Stderr, "reusing running KWOK cluster %q\n", conf.Name)
 	}
 	return c.Kubeconfig(), true, down, nil
+}
+
+// floorPacer chooses the floor's calls in flight for each repetition of one
+// scenario: every candidate once, in turn, then the one whose trial
+// converged fastest. The choice is recorded in each run's ControllerArgs.
+type floorPacer struct {
+	candidates []int
+	qps        float64
+	tried      map[int]float64 // candidate -> its trial's convergence seconds
+}
+
+func (p *floorPacer) next() bench.FloorConfig {
+	return bench.FloorConfig{InFlight: floor.ChooseInFlight(p.candidates, p.tried), QPS: p.qps}
+}
+
+// record keeps a candidate's first run as its trial.
+func (p *floorPacer) record(conf bench.FloorConfig, run *reports.Run) {
+	if p.tried == nil {
+		p.tried = map[int]float64{}
+	}
+	if _, ok := p.tried[conf.InFlight]; ok {
+		return
+	}
+	p.tried[conf.InFlight] = math.Inf(1)
+	for _, m := range reports.RunMetrics(run) {
+		if m.Metric.Key == reports.MetricConverge.Key {
+			p.tried[conf.InFlight] = m.Value
+		}
+	}
+}
+
+// floorArgs are the floor's settings for the report's parameters: the
+// candidates; each run records the one it used.
+func floorArgs(f *runFlags) []string {
+	s := make([]string, len(f.floorInFlight))
+	for i, n := range f.floorInFlight {
+		s[i] = strconv.Itoa(n)
+	}
+	return []string{"--floor-inflight=" + strings.Join(s, ","), "--floor-qps=" + strconv.FormatFloat(f.floorQPS, 'f', -1, 64)}
 }
 
 func errSuffix(e string) string {

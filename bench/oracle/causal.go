@@ -266,7 +266,7 @@ var statusFields = [7]string{"desiredNumberScheduled", "currentNumberScheduled",
 
 // checkStatus opens or closes StatusMismatch for a DaemonSet.
 func (c *Checker) checkStatus(s *dsState, now time.Time) {
-	if c.cfg.StatusLag <= 0 {
+	if !c.judgesStatus() {
 		return
 	}
 	k := episodeKey{ds: s.key, kind: StatusMismatch}
@@ -311,9 +311,12 @@ func (s *dsState) statusDiff() string {
 	return out
 }
 
+// judgesStatus says whether StatusMismatch is checked at all.
+func (c *Checker) judgesStatus() bool { return c.cfg.StatusLag > 0 && !c.cfg.SkipStatus }
+
 // armStatus schedules the status check at the end of StatusLag.
 func (c *Checker) armStatus(s *dsState) {
-	if c.cfg.StatusLag > 0 && s.converged {
+	if c.judgesStatus() && s.converged {
 		heap.Push(&c.wakes, wake{at: s.convergedSince.Add(c.cfg.StatusLag), ds: s.key, kind: wakeStatus})
 	}
 }
@@ -353,7 +356,7 @@ func isTerminalPod(p *corev1.Pod) bool {
 // The runner waits for it at the end of a run, so that every run judges the
 // status at least once.
 func (c *Checker) StatusSettled() bool {
-	if c.cfg.StatusLag <= 0 {
+	if !c.judgesStatus() {
 		return true
 	}
 	for _, s := range c.ds {

@@ -1,0 +1,453 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/dsbench/dsbench/bench/floor"
+	"github.com/dsbench/dsbench/bench/oracle"
+	"github.com/dsbench/dsbench/scenarios"
+)
+
+// FloorConfig paces the floor controller (see Floor).
+type FloorConfig struct {
+	// InFlight bounds the API calls (creates, deletes, adoptions) under way
+	// at once; <= 0 means DefaultFloorInFlight. On a small machine the
+	// cluster is CPU-bound and more is not faster.
+	InFlight int
+	// QPS, when > 0, caps the calls started per second.
+	QPS float64
+}
+
+// DefaultFloorInFlight is the floor's pacing when none is given.
+const DefaultFloorInFlight = 32
+
+// Args describe the pacing for the report, as a command line would.
+func (c FloorConfig) Args() []string {
+	return []string{"--floor-inflight=" + strconv.Itoa(c.inFlight()), "--floor-qps=" + strconv.FormatFloat(c.QPS, 'f', -1, 64)}
+}
+
+func (c FloorConfig) inFlight() int {
+	if c.InFlight <= 0 {
+		return DefaultFloorInFlight
+	}
+	return c.InFlight
+}
+
+// Floor timing: how often the loop looks for work, how often it re-plans
+// with no new event (availability can change by time alone), and how long
+// an expectation waits for the view before it is dropped.
+const (
+	floorTick       = 20 * time.Millisecond
+	floorIdleReplan = 250 * time.Millisecond
+	floorExpectTTL  = 30 * time.Second
+)
+
+// floorController runs the floor inside the harness: it plans on the
+// oracle's own view (taken on the observe goroutine with runState.do) and
+// issues the plan's calls, at most InFlight at once. It remembers the calls
+// it issued until the view shows them (its expectations), so that a create
+// is never issued twice for one node.
+type floorController struct {
+	conf   FloorConfig
+	client kubernetes.Interface
+	clock  clock.Clock
+	// snapshot runs fn on the goroutine that owns the Core.
+	snapshot func(fn func(w *oracle.World, observed int))
+	logPath  string
+
+	mu       sync.Mutex
+	creating map[string]floorExpectation // "<ds>|<node>"
+	deleting map[string]floorExpectation // pod key
+	adopting map[string]floorExpectation // pod key
+	requests map[string]float64          // by HTTP method
+	dirty    bool                        // a call ended since the last plan
+
+	cancel  context.CancelFunc
+	done    chan struct{}
+	running sync.WaitGroup
+	log     *slog.Logger
+	logF    *os.File
+}
+
+type floorExpectation struct {
+	at   time.Time
+	name string // a create's pod name, once the API answered
+}
+
+// newFloorController returns a floor that is not running yet.
+func newFloorController(conf FloorConfig, client kubernetes.Interface, clk clock.Clock, logPath string,
+	snapshot func(fn func(w *oracle.World, observed int))) *floorController {
+	f := &floorController{conf: conf, client: client, clock: clk, logPath: logPath, snapshot: snapshot,
+		requests: map[string]float64{}, log: slog.New(slog.DiscardHandler)}
+	f.forget()
+	return f
+}
+
+// forget drops every expectation, as a restarted process would.
+func (f *floorController) forget() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.creating, f.deleting, f.adopting = map[string]floorExpectation{}, map[string]floorExpectation{}, map[string]floorExpectation{}
+}
+
+// Restart starts the loop (again); a restarted floor remembers nothing, as a
+// restarted process would not.
+func (f *floorController) Restart(ctx context.Context) error {
+	if f.done != nil {
+		return errors.New("restart: the floor is still running")
+	}
+	if f.logPath != "" {
+		if err := os.MkdirAll(filepath.Dir(f.logPath), 0o755); err != nil {
+			return fmt.Errorf("creating log dir: %w", err)
+		}
+		file, err := os.OpenFile(f.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("opening the floor's log: %w", err)
+		}
+		f.logF, f.log = file, slog.New(slog.NewTextHandler(file, nil))
+	}
+	f.forget()
+	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f.cancel, f.done = cancel, make(chan struct{})
+	f.log.Info("floor started", "inFlight", f.conf.inFlight(), "qps", f.conf.QPS)
+	go func() {
+		defer close(f.done)
+		f.loop(loopCtx)
+	}()
+	return nil
+}
+
+// Kill ends the loop at once; calls under way are cancelled.
+func (f *floorController) Kill() { f.Stop() }
+
+// Stop ends the loop and waits for its calls. Safe to repeat.
+func (f *floorController) Stop() {
+	if f.done == nil {
+		return
+	}
+	f.cancel()
+	<-f.done
+	f.running.Wait()
+	f.log.Info("floor stopped")
+	if f.logF != nil {
+		_ = f.logF.Close()
+		f.logF, f.log = nil, slog.New(slog.DiscardHandler)
+	}
+	f.done = nil
+}
+
+// Usage is zero: the floor runs in the harness's process, whose CPU the
+// report counts as the harness's.
+func (f *floorController) Usage() ProcessUsage { return ProcessUsage{} }
+
+// APIRequests counts the floor's own calls by method.
+func (f *floorController) APIRequests(context.Context) (map[string]float64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]float64, len(f.requests))
+	for k, v := range f.requests {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (f *floorController) loop(ctx context.Context) {
+	tick := time.NewTicker(floorTick)
+	defer tick.Stop()
+	limit := f.conf.inFlight()
+	sem := make(chan struct{}, limit)
+	var (
+		lastObserved = -1
+		lastPlan     time.Time
+		gap          = floorTick
+		tokens       = 1.0
+		lastRefill   = f.clock.Now()
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := f.clock.Now()
+		if f.conf.QPS > 0 {
+			burst := max(1, f.conf.QPS*floorTick.Seconds())
+			tokens = min(burst, tokens+now.Sub(lastRefill).Seconds()*f.conf.QPS)
+			lastRefill = now
+		}
+		free := limit - len(sem)
+		if free == 0 || now.Sub(lastPlan) < gap {
+			continue
+		}
+		var (
+			in     floor.Input
+			dss    map[string]*appsv1.DaemonSet
+			uids   map[string]types.UID
+			replan bool
+		)
+		f.snapshot(func(w *oracle.World, observed int) {
+			f.mu.Lock()
+			replan = f.dirty || observed != lastObserved || now.Sub(lastPlan) >= floorIdleReplan
+			f.dirty = false
+			f.mu.Unlock()
+			if !replan {
+				return
+			}
+			lastObserved = observed
+			in, dss, uids = f.input(w, now)
+		})
+		if !replan {
+			continue
+		}
+		lastPlan = now
+		// Planning runs on the goroutine that feeds the oracle: never spend
+		// more than a third of the time there.
+		gap = max(floorTick, 3*f.clock.Since(now))
+		plan := floor.Compute(in)
+		for _, call := range f.planCalls(plan, dss, uids) {
+			if free == 0 || f.conf.QPS > 0 && tokens < 1 {
+				break
+			}
+			if !f.expect(call, now) {
+				continue
+			}
+			free--
+			tokens--
+			sem <- struct{}{}
+			f.running.Add(1)
+			go func() {
+				defer func() { <-sem; f.running.Done() }()
+				f.do(ctx, call)
+			}()
+		}
+	}
+}
+
+// floorCall is one API call of a plan.
+type floorCall struct {
+	kind floorCallKind
+	key  string // expectation key: "<ds>|<node>" for creates, the pod for the rest
+	ds   *appsv1.DaemonSet
+	node string
+	pod  string    // namespace/name
+	uid  types.UID // the pod's, for deletes and adoptions
+}
+
+type floorCallKind int
+
+const (
+	floorDelete floorCallKind = iota
+	floorCreate
+	floorAdopt
+)
+
+// planCalls orders a plan's calls: deletes first (they free nodes for the
+// rollout), then creates, then adoptions.
+func (f *floorController) planCalls(plan floor.Plan, dss map[string]*appsv1.DaemonSet, uids map[string]types.UID) []floorCall {
+	var out []floorCall
+	for _, d := range plan.Deletes {
+		out = append(out, floorCall{kind: floorDelete, key: d.Pod, ds: dss[d.DaemonSet], pod: d.Pod, uid: uids[d.Pod]})
+	}
+	for _, c := range plan.Creates {
+		out = append(out, floorCall{kind: floorCreate, key: c.DaemonSet + "|" + c.Node, ds: dss[c.DaemonSet], node: c.Node})
+	}
+	for _, a := range plan.Adopts {
+		out = append(out, floorCall{kind: floorAdopt, key: a.Pod, ds: dss[a.DaemonSet], pod: a.Pod, uid: uids[a.Pod]})
+	}
+	return out
+}
+
+// expect records the call as under way, or says it already is.
+func (f *floorController) expect(c floorCall, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.expectations(c.kind)
+	if _, ok := m[c.key]; ok {
+		return false
+	}
+	m[c.key] = floorExpectation{at: now}
+	return true
+}
+
+func (f *floorController) expectations(k floorCallKind) map[string]floorExpectation {
+	switch k {
+	case floorCreate:
+		return f.creating
+	case floorDelete:
+		return f.deleting
+	default:
+		return f.adopting
+	}
+}
+
+// do issues one call. A failed call forgets its expectation, so that the
+// next plan decides afresh.
+func (f *floorController) do(ctx context.Context, c floorCall) {
+	ns, name := splitKey(c.pod)
+	var (
+		method  string
+		created string
+		err     error
+	)
+	switch c.kind {
+	case floorCreate:
+		method = "POST"
+		var p *corev1.Pod
+		p, err = f.client.CoreV1().Pods(c.ds.Namespace).Create(ctx, floor.NewPod(c.ds, c.node), metav1.CreateOptions{})
+		if err == nil {
+			created = p.Namespace + "/" + p.Name
+		}
+	case floorDelete:
+		method = "DELETE"
+		err = f.client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &c.uid}})
+		if apierrors.IsNotFound(err) {
+			err = nil
+		}
+	case floorAdopt:
+		method = "PATCH"
+		patch := fmt.Sprintf(`{"metadata":{"uid":%q,"ownerReferences":[{"apiVersion":"apps/v1","kind":"DaemonSet","name":%q,"uid":%q,"controller":true,"blockOwnerDeletion":true}]}}`,
+			c.uid, c.ds.Name, c.ds.UID)
+		_, err = f.client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests[method]++
+	f.dirty = true
+	m := f.expectations(c.kind)
+	if err != nil {
+		delete(m, c.key)
+		if ctx.Err() == nil {
+			f.log.Error("floor call failed", "method", method, "daemonSet", c.ds.Namespace+"/"+c.ds.Name, "node", c.node, "pod", c.pod, "err", err)
+		}
+		return
+	}
+	if e, ok := m[c.key]; ok && created != "" {
+		e.name = created
+		m[c.key] = e
+	}
+}
+
+// input builds the planner's input from the view and settles the
+// expectations the view now shows. Called on the observe goroutine.
+func (f *floorController) input(w *oracle.World, now time.Time) (floor.Input, map[string]*appsv1.DaemonSet, map[string]types.UID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for key, e := range f.creating {
+		if e.name != "" {
+			if _, ok := w.Pod(e.name); ok {
+				delete(f.creating, key)
+				continue
+			}
+		}
+		if now.Sub(e.at) > floorExpectTTL {
+			delete(f.creating, key)
+		}
+	}
+	for key, e := range f.deleting {
+		if p, ok := w.Pod(key); !ok || p.DeletionTimestamp != nil || now.Sub(e.at) > floorExpectTTL {
+			delete(f.deleting, key)
+		}
+	}
+	for key, e := range f.adopting {
+		if p, ok := w.Pod(key); !ok || metav1.GetControllerOf(p) != nil || now.Sub(e.at) > floorExpectTTL {
+			delete(f.adopting, key)
+		}
+	}
+	var in floor.Input
+	dss := map[string]*appsv1.DaemonSet{}
+	uids := map[string]types.UID{}
+	nodes := w.NodeNames()
+	for _, key := range w.DaemonSetKeys() {
+		ds, _ := w.DaemonSet(key)
+		if ds.DeletionTimestamp != nil {
+			continue
+		}
+		dss[key] = ds
+		rev := floorRevision{hash: oracle.CurrentHash(ds), generation: ds.Annotations[appsv1.DeprecatedTemplateGeneration]}
+		minReady := time.Duration(ds.Spec.MinReadySeconds) * time.Second
+		byNode := w.PodsByNode(key)
+		orphans := map[string][]*corev1.Pod{}
+		for _, p := range w.Orphans(key) {
+			if _, ok := f.adopting[p.Namespace+"/"+p.Name]; !ok && p.Spec.NodeName != "" {
+				orphans[p.Spec.NodeName] = append(orphans[p.Spec.NodeName], p)
+			}
+		}
+		fd := floor.DaemonSet{Key: key, Strategy: ds.Spec.UpdateStrategy}
+		for _, name := range nodes {
+			mustRun, mayRun, _ := w.Eligibility(key, name)
+			pods, orph := byNode[name], orphans[name]
+			if !mayRun && len(pods)+len(orph) == 0 {
+				continue
+			}
+			_, creating := f.creating[key+"|"+name]
+			n := floor.Node{Name: name, MustRun: mustRun, MayRun: mayRun, Creating: creating}
+			add := func(p *corev1.Pod, orphan bool) {
+				pk := p.Namespace + "/" + p.Name
+				uids[pk] = p.UID
+				_, del := f.deleting[pk]
+				ready := !w.PodReadySince(pk).IsZero()
+				n.Pods = append(n.Pods, floor.Pod{Key: pk, Created: p.CreationTimestamp.Time, Current: rev.matches(p),
+					Terminal:    p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded,
+					Terminating: p.DeletionTimestamp != nil, Deleting: del,
+					Ready: ready, Available: ready && w.PodAvailable(pk, minReady, now), Orphan: orphan})
+			}
+			for _, p := range pods {
+				add(p, false)
+			}
+			for _, p := range orph {
+				add(p, true)
+			}
+			fd.Nodes = append(fd.Nodes, n)
+		}
+		in.DaemonSets = append(in.DaemonSets, fd)
+	}
+	return in, dss, uids
+}
+
+// floorRevision is a DaemonSet's current revision as its pods' labels carry
+// it, computed once per plan (hashing the template is not cheap).
+type floorRevision struct{ hash, generation string }
+
+func (r floorRevision) matches(p *corev1.Pod) bool {
+	return p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == r.hash ||
+		r.generation != "" && p.Labels["pod-template-generation"] == r.generation
+}
+
+func splitKey(key string) (namespace, name string) {
+	for i := range len(key) {
+		if key[i] == '/' {
+			return key[:i], key[i+1:]
+		}
+	}
+	return "", key
+}
+
+// floorUnsupported says why the floor cannot play the scenario, or "": it
+// writes no ControllerRevisions, so there is nothing to roll back to.
+func floorUnsupported(sc *scenarios.Scenario) string {
+	why := ""
+	sc.Walk(func(st *scenarios.Step) bool {
+		if st.Rollback != nil {
+			why = fmt.Sprintf("the floor writes no ControllerRevisions, and scenario %s rolls back (step %s)", sc.Metadata.Name, stepName(st))
+			return false
+		}
+		return true
+	})
+	return why
+}

@@ -1,0 +1,42 @@
+package reports
+
+import (
+	"strings"
+	"testing"
+)
+
+// The floor gets its own comparison with ours, paired when interleaved, and
+// the ours/upstream comparison does not change because the floor ran.
+func TestCompareFloor(t *testing.T) {
+	r := newReport([]float64{20, 22, 21, 19, 20}, []float64{30, 31, 29, 33, 30})
+	before := CompareControllers(r, DefaultOptions())
+	if rows := CompareFloor(r, DefaultOptions()).Rows; len(rows) != 0 {
+		t.Fatalf("floor comparison without floor runs has %d rows", len(rows))
+	}
+	for i, v := range []float64{10, 11, 10, 9, 10} {
+		r.Runs = append(r.Runs, newRun("s", ControllerFloor, i, v))
+	}
+	r.Params.Interleaved = true
+	if diff := before.Markdown(); diff != CompareControllers(r, DefaultOptions()).Markdown() {
+		t.Error("the floor's runs changed the ours/upstream comparison")
+	}
+	c := CompareFloor(r, DefaultOptions())
+	var conv *Row
+	for i := range c.Rows {
+		if c.Rows[i].Metric.Key == MetricConverge.Key {
+			conv = &c.Rows[i]
+		}
+	}
+	if conv == nil || conv.Paired == nil || conv.Paired.N != 5 {
+		t.Fatalf("no paired convergence row in %+v", c.Rows)
+	}
+	if conv.Ratio < 1.9 || conv.Ratio > 2.1 {
+		t.Errorf("ours/floor convergence ratio %.2f, want about 2", conv.Ratio)
+	}
+	md := (&analysis{r: r, groups: Groups(r), findings: CheckInvariants(r), comparison: CompareControllers(r, DefaultOptions()), floor: c}).markdown()
+	for _, want := range []string{"## ours vs the floor", FloorNote, "ours/floor [CI]", "paired ours/floor"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+}
