@@ -270,8 +270,18 @@ func (c *Checker) checkStatus(s *dsState, now time.Time) {
 		return
 	}
 	k := episodeKey{ds: s.key, kind: StatusMismatch}
+	// What the status should say can change while the DaemonSet stays
+	// converged (a node with a pod becomes must-run again, the generation
+	// moves): the controller gets StatusLag from that change too.
+	want, ok := s.expectedStatus()
+	if sig := (statusWant{counts: want, ok: ok, generation: s.e.ds.Generation}); sig != s.statusWant {
+		s.statusWant, s.statusWantSince = sig, now
+		if s.converged {
+			heap.Push(&c.wakes, wake{at: now.Add(c.cfg.StatusLag), ds: s.key, kind: wakeStatus})
+		}
+	}
 	why := ""
-	if s.converged && !now.Before(s.convergedSince.Add(c.cfg.StatusLag)) {
+	if s.converged && !now.Before(s.statusDue(c.cfg.StatusLag)) {
 		why = s.statusDiff()
 	}
 	c.episode(k, why != "", now, func(x *Violation) {
@@ -309,6 +319,23 @@ func (s *dsState) statusDiff() string {
 		out = "status: " + out[:len(out)-2]
 	}
 	return out
+}
+
+// statusWant is what the oracle expects the status to say.
+type statusWant struct {
+	counts     [7]int32
+	ok         bool
+	generation int64
+}
+
+// statusDue is when the status must agree: StatusLag after the DaemonSet
+// converged and after the expected status last changed.
+func (s *dsState) statusDue(lag time.Duration) time.Time {
+	due := s.convergedSince
+	if s.statusWantSince.After(due) {
+		due = s.statusWantSince
+	}
+	return due.Add(lag)
 }
 
 // judgesStatus says whether StatusMismatch is checked at all.
@@ -360,7 +387,7 @@ func (c *Checker) StatusSettled() bool {
 		return true
 	}
 	for _, s := range c.ds {
-		if s.converged && c.now.Before(s.convergedSince.Add(c.cfg.StatusLag)) && s.statusDiff() != "" {
+		if s.converged && c.now.Before(s.statusDue(c.cfg.StatusLag)) && s.statusDiff() != "" {
 			return false
 		}
 	}

@@ -24,6 +24,21 @@ func withStatus(desired int32) dsOpt {
 	}
 }
 
+// mustRunAgain: n2's pod stays under a NoSchedule taint (misscheduled), the
+// status says so, and at 20 s the taint goes, so n2 is must-run again while
+// the DaemonSet stays converged.
+func mustRunAgain(tl *timeline) {
+	ds := daemonSet("d")
+	tl.add(0, node("n1")).add(0, node("n2")).add(0, ds)
+	tl.add(0, pod(ds, "a", "n1")).add(0, pod(ds, "b", "n2"))
+	tl.mod(1, pod(ds, "a", "n1", ready(at(1)))).mod(1, pod(ds, "b", "n2", ready(at(1))))
+	tl.mod(3, node("n2", withTaint("maintenance", "", corev1.TaintEffectNoSchedule)))
+	st := daemonSet("d", withStatus(1))
+	st.Status.NumberMisscheduled = 1
+	tl.mod(3.01, st)
+	tl.mod(20, node("n2"))
+}
+
 // The causal rules: each wrong action is caught at once, and each thing a
 // correct controller may do near it is not.
 func TestCausalRules(t *testing.T) {
@@ -205,6 +220,25 @@ func TestCausalRules(t *testing.T) {
 			},
 			finish: 20,
 			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.StatusMismatch, Start: at(12), End: at(20), Unresolved: true}},
+		},
+		{
+			// What make mutants saw the correct controller do on
+			// cordon-notready: a node with a pod becomes must-run again
+			// long after convergence, and the status follows 13 ms later.
+			name: "correct: status follows a change that kept the DaemonSet converged",
+			cfg:  statusCfg,
+			events: func(tl *timeline) {
+				mustRunAgain(tl)
+				tl.mod(20.013, daemonSet("d", withStatus(2)))
+			},
+			finish: 40,
+		},
+		{
+			name:   "status left behind such a change",
+			cfg:    statusCfg,
+			events: mustRunAgain,
+			finish: 40,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.StatusMismatch, Start: at(30), End: at(40), Unresolved: true}},
 		},
 		{
 			name: "correct: status written after convergence",

@@ -219,6 +219,10 @@ type dsState struct {
 	// lastActivity the last change of the DaemonSet or its pods (or a
 	// controller start); stallWake the pending stall check.
 	templateSince, lastActivity, stallWake time.Time
+	// statusWant is the status the oracle expected when last judged, and
+	// statusWantSince when that last changed (see statusDue).
+	statusWant      statusWant
+	statusWantSince time.Time
 	// firstCurrentRV is the lowest creation resourceVersion of a pod of
 	// the current template first seen since it became current (0: none).
 	firstCurrentRV uint64
