@@ -17,6 +17,10 @@ func TestCompareFloor(t *testing.T) {
 		r.Runs = append(r.Runs, newRun("s", ControllerFloor, i, v))
 	}
 	r.Params.Interleaved = true
+	// The first make run with the floor ran it, then failed to save it.
+	if err := Validate(r); err != nil {
+		t.Fatalf("a report with floor runs does not validate: %v", err)
+	}
 	if diff := before.Markdown(); diff != CompareControllers(r, DefaultOptions()).Markdown() {
 		t.Error("the floor's runs changed the ours/upstream comparison")
 	}

@@ -384,8 +384,8 @@ func Validate(r *Report) error {
 		if run.Scenario == "" {
 			bad("empty scenario")
 		}
-		if run.Controller != ControllerOurs && run.Controller != ControllerUpstream {
-			bad("controller %q is neither %q nor %q", run.Controller, ControllerOurs, ControllerUpstream)
+		if run.Controller != ControllerOurs && run.Controller != ControllerUpstream && run.Controller != ControllerFloor {
+			bad("controller %q is none of %q, %q and %q", run.Controller, ControllerOurs, ControllerUpstream, ControllerFloor)
 		}
 		if run.Repetition < 0 {
 			bad("negative repetition %d", run.Repetition)
