@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -16,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -244,6 +245,9 @@ type runState struct {
 	stopped  string             // why it ended early
 	pools    map[string]*poolState
 	skipped  map[*scenarios.Step][]string
+	// nodeReset is what reset did to an owned cluster's nodes (nil when
+	// the cluster is not ours): which nodes each pool keeps.
+	nodeReset *nodeReset
 	// cpuAtStart is the harness's CPU when the run began.
 	cpuAtStart time.Duration
 }
@@ -407,14 +411,15 @@ func (s *runState) reset(ctx context.Context) error {
 		return nil
 	})
 	var removed []string
+	s.nodeReset = nil
 	if s.r.conf.OwnsCluster {
 		g.Go(func() error {
 			list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kwok.PoolLabel})
 			if err != nil {
 				return fmt.Errorf("listing nodes: %w", err)
 			}
-			plan := planNodeReset(list.Items, s.wantedNodes())
-			removed = plan.Remove
+			plan := planNodeReset(list.Items, s.kwokPools())
+			removed, s.nodeReset = plan.Remove, &plan
 			s.progress("deleting DaemonSets and pods in %d namespaces; deleting %d nodes and restoring %d to their pool's spec",
 				len(namespaces), len(plan.Remove), len(plan.Restore))
 			if err := kwok.DeleteNodes(ctx, c, plan.Remove, 0); err != nil {
@@ -448,42 +453,75 @@ func (s *runState) reset(ctx context.Context) error {
 	})
 }
 
-// wantedNodes are the scenario's pool nodes as a fresh run starts with them.
-func (s *runState) wantedNodes() map[string]*corev1.Node {
-	want := map[string]*corev1.Node{}
+// pools are the scenario's node pools as kwok builds them.
+func (s *runState) kwokPools() []kwok.NodePool {
+	var out []kwok.NodePool
 	for _, p := range s.sc.Cluster.Pools {
-		kp := s.kwokPool(p, 0, p.Count)
-		for i := range p.Count {
-			want[kp.NodeName(i)] = kp.Node(i)
-		}
+		out = append(out, s.kwokPool(p, 0, p.Count))
 	}
-	return want
+	return out
 }
 
 // nodeReset is what a run does to the nodes an earlier run left so that
-// they are the pools' nodes exactly as declared.
+// each pool has its count of nodes exactly as declared.
 type nodeReset struct {
-	// Restore are nodes to write back to these (labels, taints,
+	// Restore are nodes to write back to their pool's spec (labels, taints,
 	// schedulability): cheaper than deleting and recreating them.
 	Restore []*corev1.Node
-	// Remove are nodes of other names, or that are not Ready, have other
-	// capacity or carry a taint of the node lifecycle.
+	// Remove are nodes of no pool, beyond a pool's count, or that are not
+	// Ready, have other capacity or carry a taint of the node lifecycle.
 	Remove []string
+	// Keep are, per pool prefix, the nodes that stay (restored or not).
+	Keep map[string][]string
+	// Next is, per pool prefix, the first index above every node of that
+	// prefix seen: new nodes take fresh names from there.
+	Next map[string]int
 }
 
 // planNodeReset decides, for each existing node, whether it stays as it is,
-// is restored, or is removed. Nodes that want has and have lacks are
-// created later, by createPools.
-func planNodeReset(have []corev1.Node, want map[string]*corev1.Node) nodeReset {
-	var r nodeReset
-	for i := range have {
-		n := &have[i]
-		w, ok := want[n.Name]
-		switch {
-		case !ok || !reusable(n, w):
+// is restored, or is removed. Pools keep their lowest-numbered reusable
+// nodes; createPools tops them up with nodes of fresh names. A name is
+// never used again for a new node, because kwok v0.8.0 leaves pods bound
+// to a node re-created under a recent name Pending
+// (TestKwokStallsPodsOfReusedNodeNames).
+func planNodeReset(have []corev1.Node, pools []kwok.NodePool) nodeReset {
+	r := nodeReset{Keep: map[string][]string{}, Next: map[string]int{}}
+	byPrefix := map[string]kwok.NodePool{}
+	for _, p := range pools {
+		byPrefix[p.Prefix] = p
+		r.Next[p.Prefix] = p.Count
+	}
+	sorted := slices.Clone(have)
+	slices.SortFunc(sorted, func(a, b corev1.Node) int {
+		pa, ia, _ := kwok.SplitNodeName(a.Name)
+		pb, ib, _ := kwok.SplitNodeName(b.Name)
+		if c := strings.Compare(pa, pb); c != 0 {
+			return c
+		}
+		if ia != ib {
+			return ia - ib
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	for i := range sorted {
+		n := &sorted[i]
+		prefix, idx, ok := kwok.SplitNodeName(n.Name)
+		if ok {
+			r.Next[prefix] = max(r.Next[prefix], idx+1)
+		}
+		p, inPool := byPrefix[prefix]
+		if !ok || !inPool || n.Labels[kwok.PoolLabel] != prefix || len(r.Keep[prefix]) >= p.Count {
 			r.Remove = append(r.Remove, n.Name)
-		case !sameSpec(n, w):
-			r.Restore = append(r.Restore, w)
+			continue
+		}
+		want := p.Node(idx)
+		if !reusable(n, want) {
+			r.Remove = append(r.Remove, n.Name)
+			continue
+		}
+		r.Keep[prefix] = append(r.Keep[prefix], n.Name)
+		if !sameSpec(n, want) {
+			r.Restore = append(r.Restore, want)
 		}
 	}
 	sort.Strings(r.Remove)
@@ -555,12 +593,22 @@ func (s *runState) createPools(ctx context.Context) error {
 	for _, p := range s.sc.Cluster.Pools {
 		ps := &poolState{pool: p, next: p.Count, nodes: map[string]bool{}}
 		kp := s.kwokPool(p, 0, p.Count)
+		if r := s.nodeReset; r != nil {
+			// An owned cluster: the pool keeps what reset kept and gets
+			// nodes of fresh names for the rest.
+			for _, n := range r.Keep[kp.Prefix] {
+				ps.nodes[n] = true
+			}
+			missing := p.Count - len(r.Keep[kp.Prefix])
+			ps.next = freshNodeIndex(kp.Prefix, r.Next[kp.Prefix], missing)
+			kp = s.kwokPool(p, ps.next-missing, missing)
+		}
 		for _, n := range kp.NodeNames() {
 			ps.nodes[n] = true
 		}
 		s.pools[p.Name] = ps
 		total += p.Count
-		s.progress("creating the missing nodes of pool %s (%d)", p.Name, p.Count)
+		s.progress("creating the missing nodes of pool %s (%d)", p.Name, kp.Count)
 		if err := kwok.CreateNodes(ctx, s.r.client, kp, 0); err != nil {
 			return err
 		}
@@ -588,6 +636,24 @@ func (s *runState) createPools(ctx context.Context) error {
 	}
 	s.setupSeconds("setup-nodes-schedulable", start)
 	return nil
+}
+
+// usedNodeIndex is, per pool prefix, the first index no node of this
+// process has had: nodes that left within a run are gone before the next
+// run's reset can see their names.
+var usedNodeIndex = struct {
+	sync.Mutex
+	next map[string]int
+}{next: map[string]int{}}
+
+// freshNodeIndex reserves n node indices of prefix at from or above, never
+// used before by this process, and returns the first index after them.
+func freshNodeIndex(prefix string, from, n int) int {
+	usedNodeIndex.Lock()
+	defer usedNodeIndex.Unlock()
+	start := max(from, usedNodeIndex.next[prefix])
+	usedNodeIndex.next[prefix] = start + n
+	return start + n
 }
 
 // setupSeconds records how long a setup phase took since start: setup is
@@ -734,8 +800,7 @@ func (s *runState) waitStatusSettled(ctx context.Context) {
 // for it again (see stallTracker).
 func (s *runState) nudge(ctx context.Context, key string) {
 	ns, name, _ := strings.Cut(key, "/")
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{"dsbench.dev/nudged":%q}}}`, s.r.clock.Now().UTC().Format(time.RFC3339Nano))
-	_, err := s.r.client.CoreV1().Pods(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	err := kwok.NudgePod(ctx, s.r.client, ns, name, s.r.clock.Now())
 	if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 		s.progress("nudging stalled pod %s: %v", key, err)
 	}
@@ -748,4 +813,14 @@ func selfCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reserveNodes takes n node indices for a pool's joining nodes and returns
+// the index after them. On an owned cluster they are fresh (see
+// planNodeReset); elsewhere they follow the pool's own count, as before.
+func (s *runState) reserveNodes(ps *poolState, n int) int {
+	if s.nodeReset == nil {
+		return ps.next + n
+	}
+	return freshNodeIndex(s.kwokPool(ps.pool, 0, 0).Prefix, ps.next, n)
 }

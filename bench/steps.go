@@ -381,8 +381,8 @@ func (s *runState) nodes(ctx context.Context, st *scenarios.Step) (visibility, e
 			}
 			found = true
 			count := ns.Resolve(len(ps.nodes))
-			kp = s.kwokPool(ps.pool, ps.next, count)
-			ps.next += count
+			ps.next = s.reserveNodes(ps, count)
+			kp = s.kwokPool(ps.pool, ps.next-count, count)
 			names = kp.NodeNames()
 			for _, n := range names {
 				ps.nodes[n] = true
@@ -421,8 +421,8 @@ func (s *runState) nodes(ctx context.Context, st *scenarios.Step) (visibility, e
 			var kp kwok.NodePool
 			s.do(func() {
 				ps := s.pools[pool]
-				kp = s.kwokPool(ps.pool, ps.next, n)
-				ps.next += n
+				ps.next = s.reserveNodes(ps, n)
+				kp = s.kwokPool(ps.pool, ps.next-n, n)
 				for _, name := range kp.NodeNames() {
 					ps.nodes[name] = true
 				}

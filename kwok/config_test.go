@@ -147,3 +147,29 @@ func TestStagesRender(t *testing.T) {
 		t.Errorf("negative delay: %v", err)
 	}
 }
+
+func TestSplitNodeName(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		prefix string
+		index  int
+		ok     bool
+	}{
+		{"workers-12", "workers", 12, true},
+		{"my-pool-0", "my-pool", 0, true},
+		{"workers", "", 0, false},
+		{"workers-", "", 0, false},
+		{"-3", "", 0, false},
+		{"workers-012", "", 0, false},
+		{"workers-x", "", 0, false},
+	} {
+		p, i, ok := SplitNodeName(tc.name)
+		if p != tc.prefix || i != tc.index || ok != tc.ok {
+			t.Errorf("SplitNodeName(%q) = %q, %d, %v; want %q, %d, %v", tc.name, p, i, ok, tc.prefix, tc.index, tc.ok)
+		}
+	}
+	pool := NodePool{Prefix: "a-b"}
+	if p, i, ok := SplitNodeName(pool.NodeName(7)); !ok || p != "a-b" || i != 7 {
+		t.Errorf("SplitNodeName does not invert NodeName: %q, %d, %v", p, i, ok)
+	}
+}

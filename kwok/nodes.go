@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -432,4 +434,31 @@ func setReadyCondition(ctx context.Context, client kubernetes.Interface, name st
 		}
 		return nil
 	}
+}
+
+// SplitNodeName is the inverse of NodeName: the prefix and index of a name
+// of the form prefix-index, and false for any other name.
+func SplitNodeName(name string) (prefix string, index int, ok bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(name[i+1:])
+	if err != nil || n < 0 || strconv.Itoa(n) != name[i+1:] {
+		return "", 0, false
+	}
+	return name[:i], n, true
+}
+
+// NudgePod touches a pod (an annotation with the time) so that kwok sees an
+// event for it again: kwok v0.8.0 drops the events of pods bound to a node
+// it has not registered yet. (It does not help pods on a node re-created
+// under a recent name, which kwok never plays: TestKwokStallsPodsOfReusedNodeNames.)
+func NudgePod(ctx context.Context, client kubernetes.Interface, namespace, name string, now time.Time) error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"dsbench.dev/nudged":%q}}}`, now.UTC().Format(time.RFC3339Nano))
+	_, err := client.CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("nudging pod %s/%s: %w", namespace, name, err)
+	}
+	return nil
 }
