@@ -6,7 +6,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/dsbench/dsbench/bench/oracle"
 )
 
 // Input is one instant of the oracle's view, plus the executor's own
@@ -113,17 +114,11 @@ func Compute(in Input) Plan {
 }
 
 // Limits resolves maxSurge and maxUnavailable against the must-run nodes as
-// upstream does: percentages rounded up, maxUnavailable 1 when both are 0.
-// Both are 0 for OnDelete.
+// upstream does, with the oracle's own resolution (the floor is judged by the
+// same rule it follows): percentages rounded up, maxUnavailable 1 when both
+// are 0. Both are 0 for OnDelete.
 func Limits(s appsv1.DaemonSetUpdateStrategy, mustRun int) (maxSurge, maxUnavailable int) {
-	if !rolling(s) {
-		return 0, 0
-	}
-	maxSurge, maxUnavailable = scaled(s, mustRun)
-	if maxSurge == 0 && maxUnavailable == 0 {
-		maxUnavailable = 1
-	}
-	return maxSurge, maxUnavailable
+	return oracle.StrategyLimits(s, mustRun)
 }
 
 func rolling(s appsv1.DaemonSetUpdateStrategy) bool {
@@ -132,25 +127,8 @@ func rolling(s appsv1.DaemonSetUpdateStrategy) bool {
 
 // surges mirrors upstream's AllowsSurge: maxSurge scaled against one node.
 func surges(s appsv1.DaemonSetUpdateStrategy) bool {
-	if !rolling(s) {
-		return false
-	}
-	n, _ := scaled(s, 1)
+	n, _ := oracle.StrategyLimits(s, 1)
 	return n > 0
-}
-
-func scaled(s appsv1.DaemonSetUpdateStrategy, desired int) (maxSurge, maxUnavailable int) {
-	ru := s.RollingUpdate
-	if ru == nil {
-		return 0, 0
-	}
-	if ru.MaxSurge != nil {
-		maxSurge, _ = intstr.GetScaledValueFromIntOrPercent(ru.MaxSurge, desired, true)
-	}
-	if ru.MaxUnavailable != nil {
-		maxUnavailable, _ = intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, desired, true)
-	}
-	return maxSurge, maxUnavailable
 }
 
 // nodeState is a must-run node after the manage pass, for the rollout.

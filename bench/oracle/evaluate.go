@@ -279,34 +279,40 @@ func (e *dsEntry) onDelete() bool {
 }
 
 // rolling: an empty type counts as RollingUpdate, the apiserver's default.
-func (e *dsEntry) rolling() bool {
-	t := e.ds.Spec.UpdateStrategy.Type
-	return t == appsv1.RollingUpdateDaemonSetStrategyType || t == ""
+func (e *dsEntry) rolling() bool { return rolling(e.ds.Spec.UpdateStrategy) }
+
+func rolling(s appsv1.DaemonSetUpdateStrategy) bool {
+	return s.Type == appsv1.RollingUpdateDaemonSetStrategyType || s.Type == ""
 }
 
-// surge mirrors upstream's AllowsSurge: maxSurge scaled against one node.
+// surge says whether the DaemonSet surges (upstream's AllowsSurge).
 func (e *dsEntry) surge() bool {
-	s, _ := e.scaled(1)
+	s, _ := scaledLimits(e.ds.Spec.UpdateStrategy, 1)
 	return s > 0
 }
 
-// limits resolves maxSurge and maxUnavailable against desired nodes, rounding
-// percentages up; when both come out 0 on a non-empty set, maxUnavailable is 1.
-// Both are 0 for OnDelete, which has no rolling update to limit.
 func (e *dsEntry) limits(desired int) (maxSurge, maxUnavailable int) {
-	if !e.rolling() {
+	return StrategyLimits(e.ds.Spec.UpdateStrategy, desired)
+}
+
+// StrategyLimits resolves maxSurge and maxUnavailable against desired nodes,
+// rounding percentages up; when both come out 0 on a non-empty set,
+// maxUnavailable is 1. Both are 0 for OnDelete, which has no rolling update
+// to limit.
+func StrategyLimits(s appsv1.DaemonSetUpdateStrategy, desired int) (maxSurge, maxUnavailable int) {
+	if !rolling(s) {
 		return 0, 0
 	}
-	maxSurge, maxUnavailable = e.scaled(desired)
+	maxSurge, maxUnavailable = scaledLimits(s, desired)
 	if desired > 0 && maxSurge == 0 && maxUnavailable == 0 {
 		maxUnavailable = 1
 	}
 	return maxSurge, maxUnavailable
 }
 
-func (e *dsEntry) scaled(desired int) (maxSurge, maxUnavailable int) {
-	ru := e.ds.Spec.UpdateStrategy.RollingUpdate
-	if !e.rolling() || ru == nil {
+func scaledLimits(s appsv1.DaemonSetUpdateStrategy, desired int) (maxSurge, maxUnavailable int) {
+	ru := s.RollingUpdate
+	if !rolling(s) || ru == nil {
 		return 0, 0
 	}
 	// Invalid values (rejected by validation anyway) count as 0.
