@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -483,7 +484,7 @@ func BenchmarkCompute(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
 		nodes int
-	}{{"nodes=5000", 5000}, {"nodes=5000/rolling", 5000}} {
+	}{{"nodes=5000", 5000}, {"nodes=5000/rolling", 5000}, {"nodes=10000", 10000}, {"nodes=10000/rolling", 10000}} {
 		b.Run(tc.name, func(b *testing.B) {
 			ds := newDaemonSet("ds", maxUnavailable(intstr.FromString("10%")), nodeSelector("ds", "yes"),
 				requiredTerms(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpExists}}}))
@@ -496,7 +497,7 @@ func BenchmarkCompute(b *testing.B) {
 					continue // a few nodes need a pod
 				}
 				p := newPod(fmt.Sprintf("ds-%05d", i), nodes[i].Name)
-				if tc.name == "nodes=5000/rolling" && i%2 == 0 {
+				if strings.HasSuffix(tc.name, "/rolling") && i%2 == 0 {
 					old(p)
 				}
 				pods = append(pods, p)
