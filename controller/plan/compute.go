@@ -85,6 +85,14 @@ type nodeState struct {
 	shouldRun      bool
 	shouldContinue bool
 	pods           []*corev1.Pod // oldest first; terminal pods already being deleted are left out
+	// first backs pods for the usual single pod, so that a plan costs no
+	// allocation per node.
+	first [1]*corev1.Pod
+}
+
+type namedState struct {
+	name string
+	st   *nodeState
 }
 
 type planner struct {
@@ -166,14 +174,16 @@ func newPlanner(in Input) *planner {
 		states:  make(map[string]*nodeState, len(in.Nodes)),
 	}
 	elig := newEligibility(ds)
-	for _, node := range in.Nodes {
+	slab := make([]nodeState, len(in.Nodes))
+	for i, node := range in.Nodes {
 		if node == nil {
 			continue
 		}
 		if _, dup := p.states[node.Name]; dup {
 			continue
 		}
-		st := &nodeState{name: node.Name, exists: true}
+		st := &slab[i]
+		st.name, st.exists = node.Name, true
 		st.shouldRun, st.shouldContinue = elig.check(node)
 		p.states[node.Name] = st
 	}
@@ -194,13 +204,18 @@ func newPlanner(in Input) *planner {
 			st = &nodeState{name: name}
 			p.states[name] = st
 		}
+		if st.pods == nil {
+			st.pods = st.first[:0]
+		}
 		st.pods = append(st.pods, pod)
 		if ds.Spec.MinReadySeconds > 0 && !isTerminating(pod) {
 			_, wait := availableIn(pod, ds.Spec.MinReadySeconds, in.Now)
 			p.requeueAfter(wait)
 		}
 	}
-	p.order = make([]*nodeState, 0, len(p.states))
+	// Sorted as names with their states beside them: comparing names in
+	// place costs far fewer cache misses than following each pointer.
+	byName := make([]namedState, 0, len(p.states))
 	for _, st := range p.states {
 		if len(st.pods) > 1 {
 			slices.SortFunc(st.pods, func(a, b *corev1.Pod) int {
@@ -213,9 +228,13 @@ func newPlanner(in Input) *planner {
 				return 0
 			})
 		}
-		p.order = append(p.order, st)
+		byName = append(byName, namedState{st.name, st})
 	}
-	slices.SortFunc(p.order, func(a, b *nodeState) int { return cmp.Compare(a.name, b.name) })
+	slices.SortFunc(byName, func(a, b namedState) int { return cmp.Compare(a.name, b.name) })
+	p.order = make([]*nodeState, len(byName))
+	for i, ns := range byName {
+		p.order[i] = ns.st
+	}
 	p.backoff = in.Backoff.gc(in.Now, ds.Generation, func(node string) bool {
 		st := p.states[node]
 		return st != nil && st.exists
