@@ -13,9 +13,16 @@ import (
 
 // DefaultSuite is what `make bench` runs: a fresh DaemonSet and a rolling
 // update, node churn during a rollout, and placement churn, at 1000 nodes, 5
-// repetitions, ours and upstream interleaved. bench-churn-rollout follows
+// repetitions, ours, upstream and the floor interleaved. bench-churn-rollout follows
 // bench-rollout because it reuses that scenario's nodes.
 var DefaultSuite = []string{"bench-rollout", "bench-churn-rollout", "bench-node-churn"}
+
+// DefaultBenchControllers are what the full suite measures.
+var DefaultBenchControllers = []string{"ours", "upstream", "floor"}
+
+// DefaultBenchFloorInFlight are the floor's pacings the full suite tries
+// (one repetition each), keeping the fastest for the rest.
+var DefaultBenchFloorInFlight = []int{32, 128}
 
 // SmokeSuite is the short bench that `make test` runs in CI.
 var SmokeSuite = []string{"bench-rollout"}
@@ -57,6 +64,15 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		}
 		if !fs.Changed("repetitions") {
 			f.reps = 5
+		}
+		// The full suite measures both controllers against the floor, the
+		// best this cluster does with the pods alone; the smoke suite keeps
+		// to the two controllers.
+		if !fs.Changed("controller") {
+			f.controllers = strings.Join(DefaultBenchControllers, ",")
+		}
+		if !fs.Changed("floor-inflight") {
+			f.floorInFlight = DefaultBenchFloorInFlight
 		}
 	}
 	if writeBaseline != "" {
