@@ -22,7 +22,10 @@ import (
 // streamsDir holds the journals TestReplayStreams replays: the scripted ones
 // TestStreamsGenerated makes, and those recorded from live runs with
 //
-//	make mutants MUTANTS_FLAGS="--nodes 20 --record bench/testdata/streams"
+//	make mutants MUTANTS_FLAGS="--record /tmp/streams"
+//
+// and chosen from there (README: the smallest journal that caught each
+// broken variant, and the correct controller's smaller ones).
 const streamsDir = "testdata/streams"
 
 // scriptedVariants are the journals streamSim makes, named as the runner
