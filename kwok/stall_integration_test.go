@@ -20,72 +20,86 @@ import (
 // read-only check of the node's lease), and nothing looks at the pod again.
 // That is what a reset followed by joins of the same names did to
 // bench-churn-rollout (finding 10 of issue 11). The same pods on nodes of
-// fresh names all start. The harness therefore never re-creates a name
-// (planNodeReset, freshNodeIndex). If kwok is fixed, the second assertion
-// fails: the workaround can then go.
+// fresh names all start, which this test asserts on every round; the
+// harness therefore never re-creates a name (planNodeReset, freshNodeIndex).
 func TestKwokStallsPodsOfReusedNodeNames(t *testing.T) {
 	_, _, client := kwoktest.Cluster(t)
 	ctx := t.Context()
-	const n = 40
-	fresh := kwok.NodePool{Prefix: "fresh", Count: n}
+	const n, rounds = 40, 3
 	reused := kwok.NodePool{Prefix: "reused", Count: n}
+	var fresh []kwok.NodePool
 	t.Cleanup(func() {
 		_ = client.CoreV1().Pods("default").DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "stall-test"})
-		_ = kwok.DeleteNodes(context.Background(), client, append(fresh.NodeNames(), reused.NodeNames()...), 0)
+		names := reused.NodeNames()
+		for _, p := range fresh {
+			names = append(names, p.NodeNames()...)
+		}
+		_ = kwok.DeleteNodes(context.Background(), client, names, 0)
 	})
 	createSchedulable(t, client, reused)
-	// As a reset followed by joins of the same names does.
-	if err := kwok.DeleteNodes(ctx, client, reused.NodeNames(), 0); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, time.Minute, "the reused pool's nodes gone", func() (bool, error) {
-		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kwok.PoolLabel + "=reused"})
-		return err == nil && len(list.Items) == 0, nil
-	})
-	createSchedulable(t, client, reused)
-	createSchedulable(t, client, fresh)
-	podName := func(node string) string { return "stall-" + node }
-	for _, p := range []kwok.NodePool{fresh, reused} {
+	podName := func(round int, node string) string { return fmt.Sprintf("stall-%d-%s", round, node) }
+	running := func(round int, p kwok.NodePool) (pending []string) {
 		for _, node := range p.NodeNames() {
-			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: podName(node), Namespace: "default", Labels: map[string]string{"stall-test": "true"}},
-				Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox:1"}}},
-			}
-			if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
+			if podState(ctx, client, podName(round, node)) != "Running/True" {
+				pending = append(pending, podName(round, node))
 			}
 		}
+		return pending
 	}
-	running := func(p kwok.NodePool) (int, []string) {
-		var pending []string
-		for _, node := range p.NodeNames() {
-			if podState(ctx, client, podName(node)) != "Running/True" {
-				pending = append(pending, podName(node))
-			}
-		}
-		return p.Count - len(pending), pending
-	}
-	waitFor(t, 20*time.Second, "every pod on a node of a fresh name running", func() (bool, error) {
-		ok, _ := running(fresh)
-		return ok == n, nil
-	})
-	// The fresh pods had time to start; the reused ones had the same.
-	time.Sleep(5 * time.Second)
-	ok, pending := running(reused)
-	t.Logf("on re-created names: %d of %d pods running, %d left Pending by kwok", ok, n, len(pending))
-	if len(pending) == 0 {
-		t.Fatal("every pod on a re-created node name started: kwok no longer drops these events, so the harness's fresh names and nudges may be dropped")
-	}
-	for _, name := range pending {
-		if err := kwok.NudgePod(ctx, client, "default", name, time.Now()); err != nil {
+	stalled := 0
+	for round := range rounds {
+		// As a reset followed by joins of the same names does.
+		if err := kwok.DeleteNodes(ctx, client, reused.NodeNames(), 0); err != nil {
 			t.Fatal(err)
 		}
+		waitFor(t, time.Minute, "the reused pool's nodes gone", func() (bool, error) {
+			list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kwok.PoolLabel + "=reused"})
+			return err == nil && len(list.Items) == 0, nil
+		})
+		createSchedulable(t, client, reused)
+		f := kwok.NodePool{Prefix: fmt.Sprintf("fresh%d", round), Count: n}
+		fresh = append(fresh, f)
+		createSchedulable(t, client, f)
+		for _, p := range []kwok.NodePool{f, reused} {
+			for _, node := range p.NodeNames() {
+				pod := &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: podName(round, node), Namespace: "default", Labels: map[string]string{"stall-test": "true"}},
+					Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox:1"}}},
+				}
+				if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// The fix: every pod on a node of a fresh name starts.
+		waitFor(t, 20*time.Second, "every pod on a node of a fresh name running", func() (bool, error) {
+			return len(running(round, f)) == 0, nil
+		})
+		time.Sleep(5 * time.Second) // the reused ones had the same time, and more
+		pending := running(round, reused)
+		t.Logf("round %d: on re-created names %d of %d pods running, %d left Pending by kwok", round, n-len(pending), n, len(pending))
+		if len(pending) > 0 {
+			stalled++
+			// A nudge is no repair for this cause: measured here, none of
+			// 13 nudged pods started within two minutes.
+			for _, name := range pending {
+				if err := kwok.NudgePod(ctx, client, "default", name, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(5 * time.Second)
+			t.Logf("round %d: 5 s after nudging them, %d left Pending", round, len(running(round, reused)))
+			break
+		}
 	}
-	// A nudge is no repair for this cause: measured here, none of 13
-	// nudged pods started within two minutes. Fresh names are the fix.
-	time.Sleep(10 * time.Second)
-	ok, _ = running(reused)
-	t.Logf("10 s after nudging them: %d of %d running", ok, n)
+	// Whether kwok drops them is a race (re-creating the node against the
+	// garbage collector removing its old lease, we think): this test alone
+	// stalled 11 to 27 of 40 pods in each of 7 rounds in one hour, and none
+	// in 9 rounds in the next, alone, on a cluster of its own or after the
+	// package's other tests. So the reproduction is logged, the fix asserted.
+	if stalled == 0 {
+		t.Logf("no stall in %d rounds: the garbage collector won the race every time (or kwok no longer drops these events)", rounds)
+	}
 }
 
 func createSchedulable(t *testing.T, client kubernetes.Interface, p kwok.NodePool) {
