@@ -5,5 +5,7 @@
 // independent oracle in bench/oracle. The runner is an executor of I/O
 // around Core, which decides and records without any (core.go). A run can
 // record its oracle's inputs in a journal that Replay judges again without
-// a cluster (journal.go, replay.go).
+// a cluster (journal.go, replay.go). RunSuite plays a whole suite, every
+// scenario against every controller in an interleaved order, on a cluster
+// its caller opened, then writes and judges the report (suite.go).
 package bench

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
 
-	"github.com/dsbench/dsbench/bench"
 	"github.com/dsbench/dsbench/reports"
 )
 
@@ -161,20 +159,6 @@ func TestReportWritesBaselineFromSavedRun(t *testing.T) {
 	}
 }
 
-// The pairs alternate which controller goes first, so that what one run
-// leaves behind for the next does not always favour the same side.
-func TestRunOrderAlternatesWithinPairs(t *testing.T) {
-	ours, up := bench.Controller("ours"), bench.Controller("upstream")
-	got := runOrder([]bench.Controller{ours, up}, 4, true)
-	want := []runSlot{{ours, 0}, {up, 0}, {up, 1}, {ours, 1}, {ours, 2}, {up, 2}, {up, 3}, {ours, 3}}
-	if !slices.Equal(got, want) {
-		t.Errorf("runOrder = %v, want %v", got, want)
-	}
-	if got := runOrder([]bench.Controller{ours, up}, 2, false); !slices.Equal(got, []runSlot{{ours, 0}, {ours, 1}, {up, 0}, {up, 1}}) {
-		t.Errorf("not interleaved: %v", got)
-	}
-}
-
 // pflag takes a back-quoted word in a usage string as the value's name
 // ("--bin-dir make tools"): every flag's help must read as written.
 func TestHelpHasNoBackQuotedValueNames(t *testing.T) {
@@ -185,23 +169,5 @@ func TestHelpHasNoBackQuotedValueNames(t *testing.T) {
 		if strings.Contains(help, "--bin-dir make") || strings.Contains(help, "--timeout up") {
 			t.Errorf("%s --help shows a back-quoted word as a value name:\n%s", cmd, help)
 		}
-	}
-}
-
-// The floor tries each pacing once, then keeps the one that converged
-// fastest; a run that did not converge never wins.
-func TestFloorPacer(t *testing.T) {
-	run := func(sec float64, converged bool) *reports.Run {
-		return &reports.Run{Outcome: reports.OutcomeOK, Steps: []reports.Step{{Name: "create", Seconds: sec, Converged: converged}}}
-	}
-	p := floorPacer{candidates: []int{8, 32, 128}}
-	var got []int
-	for _, r := range []*reports.Run{run(30, true), run(20, true), run(5, false), run(1, true), run(1, true)} {
-		conf := p.next()
-		got = append(got, conf.InFlight)
-		p.record(conf, r)
-	}
-	if want := []int{8, 32, 128, 32, 32}; !slices.Equal(got, want) {
-		t.Errorf("in flight per repetition = %v, want %v", got, want)
 	}
 }

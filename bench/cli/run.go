@@ -2,18 +2,11 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/dsbench/dsbench/bench"
-	"github.com/dsbench/dsbench/bench/floor"
 	"github.com/dsbench/dsbench/kwok"
 	"github.com/dsbench/dsbench/reports"
 	"github.com/dsbench/dsbench/scenarios"
@@ -178,7 +170,8 @@ func runRun(ctx context.Context, env Env, args []string) error {
 }
 
 // play loads scenarios (a bad file never starts a cluster), brings up or
-// reuses a cluster, runs everything and renders the reports.
+// reuses a cluster, hands the suite to bench.RunSuite, prints what it left
+// and turns its verdict into the exit code.
 func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func(*scenarios.Scenario)) error {
 	which, err := f.controllerList()
 	if err != nil {
@@ -219,112 +212,45 @@ func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func
 		return err
 	}
 	defer down()
-	out := reports.OutDir(f.outBase, time.Now())
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", out, err)
-	}
 	interactive := false
 	if file, ok := env.Stderr.(*os.File); ok && os.Getenv("CI") == "" {
 		interactive = term.IsTerminal(int(file.Fd()))
 	}
-	progress := bench.NewProgress(env.Stderr, interactive)
 	ctrl := bench.ControllerConfig{Workers: f.workers, QPS: f.qps, Burst: f.burst}
 	if f.syncDelay > 0 {
 		ctrl.ExtraArgs = append(ctrl.ExtraArgs, "--sync-delay="+f.syncDelay.String())
 	}
-	runner, err := bench.NewRunner(bench.Config{
-		REST: cfg, Kubeconfig: kubeconfig, OwnsCluster: owns, Controller: ctrl,
-		Binaries: map[bench.Controller]string{bench.Ours: ours, bench.Upstream: bins.Path(kwok.BinKubeControllerManager)},
-		Nodes:    f.nodes, LogDir: filepath.Join(out, "logs"), Progress: progress,
-		JournalDir: f.record,
-	})
+	conf := bench.SuiteConfig{
+		Scenarios: scs, Controllers: which, Nodes: f.nodes, Repetitions: f.reps, Interleave: f.interleave,
+		Controller: ctrl, Binaries: map[bench.Controller]string{bench.Ours: ours, bench.Upstream: bins.Path(kwok.BinKubeControllerManager)},
+		FloorInFlight: f.floorInFlight, FloorQPS: f.floorQPS,
+		REST: cfg, Kubeconfig: kubeconfig, OwnsCluster: owns,
+		OutBase: f.outBase, Baseline: f.baseline, JournalDir: f.record,
+		Progress: bench.NewProgress(env.Stderr, interactive),
+		RunDone: func(run reports.Run) {
+			fmt.Fprintf(env.Stderr, "%s: %s (%.1fs)%s\n", run.ID(), run.Outcome, run.End.Sub(run.Start).Seconds(), errSuffix(run.Error))
+		},
+	}
+	if owns {
+		conf.Kwok = &reports.KwokParams{Cluster: f.cluster.name, Parallelism: f.cluster.parallelism}
+	}
+	res, err := bench.RunSuite(ctx, conf)
 	if err != nil {
 		return err
 	}
-
-	report := newReport(f, scs, which)
-	for i := range report.Params.Controllers {
-		cp := &report.Params.Controllers[i]
-		conf := ctrl
-		conf.Which = bench.Controller(cp.Name)
-		cp.Args = conf.Args()
-		if conf.Which == bench.Floor {
-			cp.Args = floorArgs(f)
-		}
-		cp.Binary = runner.Binary(conf.Which)
-		cp.BinarySHA256 = fileSHA256(cp.Binary)
+	fmt.Fprintln(env.Stdout, reports.Summary(res.Report))
+	fmt.Fprintf(env.Stdout, "reports: %s\n", res.Dir)
+	v := res.Verdict
+	if v.Gate != nil {
+		fmt.Fprintln(env.Stdout, v.Gate.Verdict())
 	}
-	if owns {
-		report.Params.Kwok = &reports.KwokParams{Cluster: f.cluster.name, Parallelism: f.cluster.parallelism}
+	if v.Pass || f.noGate {
+		return nil
 	}
-	save := func() error { return reports.Write(out, report) }
-	for _, sc := range scs {
-		reps := sc.Repetitions
-		if f.reps > 0 {
-			reps = f.reps
-		}
-		reps = max(reps, 1)
-		order := runOrder(which, reps, f.interleave)
-		pacer := floorPacer{candidates: f.floorInFlight, qps: f.floorQPS}
-		for _, o := range order {
-			if ctx.Err() != nil {
-				break
-			}
-			r := runner
-			var floorConf bench.FloorConfig
-			if o.which == bench.Floor {
-				floorConf = pacer.next()
-				r = runner.WithFloor(floorConf)
-			}
-			run := r.Run(ctx, sc, o.which, o.rep)
-			if o.which == bench.Floor {
-				pacer.record(floorConf, &run)
-			}
-			progress.Done()
-			fmt.Fprintf(env.Stderr, "%s: %s (%.1fs)%s\n", run.ID(), run.Outcome, run.End.Sub(run.Start).Seconds(), errSuffix(run.Error))
-			report.Runs = append(report.Runs, run)
-			// Written after every run, atomically: a crash loses nothing.
-			if err := save(); err != nil {
-				return err
-			}
-		}
+	if v.Gate != nil {
+		return fmt.Errorf("the regression gate failed: see %s", filepath.Join(res.Dir, reports.MarkdownFile))
 	}
-	if err := ctx.Err(); err != nil {
-		_ = save()
-		return fmt.Errorf("interrupted; partial results in %s: %w", out, err)
-	}
-	var baseline *reports.Baseline
-	if f.baseline != "" {
-		if b, err := reports.ReadBaseline(f.baseline); err == nil {
-			baseline = b
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("reading baseline: %w", err)
-		}
-	}
-	if err := reports.Render(out, report, baseline); err != nil {
-		return err
-	}
-	fmt.Fprintln(env.Stdout, reports.Summary(report))
-	fmt.Fprintf(env.Stdout, "reports: %s\n", out)
-	if baseline != nil {
-		gate := reports.Gate(report, baseline)
-		fmt.Fprintln(env.Stdout, gate.Verdict())
-		if !gate.Pass && !f.noGate {
-			return fmt.Errorf("the regression gate failed: see %s", filepath.Join(out, reports.MarkdownFile))
-		}
-	} else {
-		findings := reports.CheckInvariants(report)
-		if !reports.Holds(findings, reports.ControllerOurs) && !f.noGate {
-			var lines []string
-			for _, fd := range findings {
-				if fd.Controller == reports.ControllerOurs && len(lines) < 5 {
-					lines = append(lines, fmt.Sprintf("%s#%d %s: %s", fd.Scenario, fd.Repetition, fd.Check, fd.Detail))
-				}
-			}
-			return fmt.Errorf("invariants do not hold for our controller (%s): see %s", strings.Join(lines, "; "), filepath.Join(out, reports.MarkdownFile))
-		}
-	}
-	return nil
+	return fmt.Errorf("invariants do not hold for our controller (%s): see %s", strings.Join(v.Findings, "; "), filepath.Join(res.Dir, reports.MarkdownFile))
 }
 
 // openCluster returns the kubeconfig and client configuration of
@@ -374,167 +300,9 @@ func bringUp(ctx context.Context, env Env, f *runFlags) (kubeconfig string, owns
 	return c.Kubeconfig(), true, down, nil
 }
 
-// floorPacer chooses the floor's calls in flight for each repetition of one
-// scenario: every candidate once, in turn, then the one whose trial
-// converged fastest. The choice is recorded in each run's ControllerArgs.
-type floorPacer struct {
-	candidates []int
-	qps        float64
-	tried      map[int]float64 // candidate -> its trial's convergence seconds
-}
-
-func (p *floorPacer) next() bench.FloorConfig {
-	return bench.FloorConfig{InFlight: floor.ChooseInFlight(p.candidates, p.tried), QPS: p.qps}
-}
-
-// record keeps a candidate's first run as its trial.
-func (p *floorPacer) record(conf bench.FloorConfig, run *reports.Run) {
-	if p.tried == nil {
-		p.tried = map[int]float64{}
-	}
-	if _, ok := p.tried[conf.InFlight]; ok {
-		return
-	}
-	p.tried[conf.InFlight] = math.Inf(1)
-	for _, m := range reports.RunMetrics(run) {
-		if m.Metric.Key == reports.MetricConverge.Key {
-			p.tried[conf.InFlight] = m.Value
-		}
-	}
-}
-
-// floorArgs are the floor's settings for the report's parameters: the
-// candidates; each run records the one it used.
-func floorArgs(f *runFlags) []string {
-	s := make([]string, len(f.floorInFlight))
-	for i, n := range f.floorInFlight {
-		s[i] = strconv.Itoa(n)
-	}
-	return []string{"--floor-inflight=" + strings.Join(s, ","), "--floor-qps=" + strconv.FormatFloat(f.floorQPS, 'f', -1, 64)}
-}
-
 func errSuffix(e string) string {
 	if e == "" {
 		return ""
 	}
 	return ": " + e
-}
-
-type runSlot struct {
-	which bench.Controller
-	rep   int
-}
-
-// runOrder interleaves controllers per repetition, alternating which goes
-// first (A B, B A, A B, ...: whatever the cluster carries over from one run
-// to the next, such as a warm cache or a backlog, falls on each side
-// equally), or runs each controller's repetitions together.
-func runOrder(which []bench.Controller, reps int, interleave bool) []runSlot {
-	var out []runSlot
-	if interleave {
-		for r := range reps {
-			for i := range which {
-				w := which[i]
-				if r%2 == 1 {
-					w = which[len(which)-1-i]
-				}
-				out = append(out, runSlot{w, r})
-			}
-		}
-		return out
-	}
-	for _, w := range which {
-		for r := range reps {
-			out = append(out, runSlot{w, r})
-		}
-	}
-	return out
-}
-
-func newReport(f *runFlags, scs []*scenarios.Scenario, which []bench.Controller) *reports.Report {
-	r := &reports.Report{SchemaVersion: reports.SchemaVersion, GeneratedAt: time.Now().UTC()}
-	for _, sc := range scs {
-		r.Params.Scenarios = append(r.Params.Scenarios, sc.Metadata.Name)
-		r.Params.Seed = sc.Seed
-	}
-	r.Params.Nodes = f.nodes
-	r.Params.Repetitions = f.reps
-	nodes, reps := map[int]bool{}, map[int]bool{}
-	for _, sc := range scs {
-		p := reports.ScenarioParams{Name: sc.Metadata.Name, Source: sc.Source, Seed: sc.Seed, Nodes: sc.DefaultNodes(),
-			Repetitions: max(sc.Repetitions, 1), HoldSeconds: sc.BarrierHold().Seconds()}
-		if f.nodes > 0 {
-			p.Nodes = f.nodes
-		}
-		if f.reps > 0 {
-			p.Repetitions = f.reps
-		}
-		b := sc.Cluster.Pods
-		p.Pods = reports.PodStages{ReadyDelaySeconds: b.ReadyDelay.Seconds(), ReadyJitterSeconds: b.ReadyJitter.Seconds(),
-			DeleteDelaySeconds: b.DeleteDelay.Seconds(), FailImages: b.FailImages, NeverReadyImages: b.NeverReadyImages}
-		p.Oracle = bench.OracleParams(p.Nodes, len(sc.DaemonSets()))
-		r.Params.PerScenario = append(r.Params.PerScenario, p)
-		nodes[p.Nodes], reps[p.Repetitions] = true, true
-	}
-	// One value for all: record it, never 0; several: PerScenario has them.
-	if len(nodes) == 1 {
-		for n := range nodes {
-			r.Params.Nodes = n
-		}
-	}
-	if len(reps) == 1 {
-		for n := range reps {
-			r.Params.Repetitions = n
-		}
-	}
-	r.Params.Interleaved = f.interleave && len(which) > 1
-	for _, w := range which {
-		r.Params.Controllers = append(r.Params.Controllers, reports.ControllerParams{Name: string(w), QPS: f.qps, Burst: f.burst, Workers: f.workers})
-	}
-	r.Params.Harness = reports.ClientParams{QPS: -1}
-	r.Versions = reports.Versions{Go: runtime.Version(), Kubernetes: kwok.KubernetesVersion, Kwok: kwok.KwokVersion}
-	if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
-		r.Versions.GitCommit = strings.TrimSpace(string(out))
-	}
-	if out, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
-		r.Versions.GitDirty = len(strings.TrimSpace(string(out))) > 0
-	}
-	r.Machine = machine()
-	return r
-}
-
-// fileSHA256 is the file's SHA-256 in hex, or "" when it cannot be read.
-func fileSHA256(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return ""
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-func machine() reports.Machine {
-	m := reports.Machine{Cores: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH}
-	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
-		var kb int64
-		if _, err := fmt.Sscanf(strings.SplitN(string(data), "\n", 2)[0], "MemTotal: %d kB", &kb); err == nil {
-			m.MemoryBytes = kb * 1024
-		}
-	}
-	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(data), "\n") {
-			if v, ok := strings.CutPrefix(line, "model name"); ok {
-				m.CPUModel = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
-				break
-			}
-		}
-	}
-	if out, err := exec.Command("uname", "-r").Output(); err == nil {
-		m.Kernel = strings.TrimSpace(string(out))
-	}
-	return m
 }

@@ -1,0 +1,378 @@
+package bench
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/dsbench/dsbench/bench/floor"
+	"github.com/dsbench/dsbench/kwok"
+	"github.com/dsbench/dsbench/reports"
+	"github.com/dsbench/dsbench/scenarios"
+)
+
+// SuiteConfig is what a suite's command line decides: which scenarios and
+// controllers, how often and in which order, with which settings, on which
+// (already opened) cluster, and where the reports go.
+type SuiteConfig struct {
+	// Scenarios are loaded and checked: each scales to Nodes.
+	Scenarios []*scenarios.Scenario
+	// Controllers are measured in this order (see runOrder).
+	Controllers []Controller
+	// Nodes scales every scenario to this many nodes (0: the scenario's own).
+	Nodes int
+	// Repetitions per scenario and controller (0: the scenario's own).
+	Repetitions int
+	// Interleave alternates controllers per repetition instead of running
+	// each controller's repetitions together.
+	Interleave bool
+	// Controller is the template of ours and upstream: workers, client QPS
+	// and burst, extra arguments.
+	Controller ControllerConfig
+	// Binaries maps each controller to its binary (none for the floor).
+	Binaries map[Controller]string
+	// FloorInFlight are the floor's pacings to try, each on one repetition
+	// in turn, then the fastest (see floorPacer); FloorQPS caps its calls
+	// per second (0: no cap).
+	FloorInFlight []int
+	FloorQPS      float64
+
+	// REST and Kubeconfig are the cluster; OwnsCluster says it is a local
+	// KWOK cluster the runner may reset (see Config).
+	REST        *rest.Config
+	Kubeconfig  string
+	OwnsCluster bool
+	// Kwok is the local cluster's setup for the report; nil on a cluster
+	// not ours.
+	Kwok *reports.KwokParams
+
+	// OutBase receives the reports in OutBase/<timestamp>/.
+	OutBase string
+	// Baseline is the regression gate's baseline file ("": no gate, only the
+	// invariants; a file that does not exist is no gate either).
+	Baseline string
+	// JournalDir, when set, receives each run's journal (see Config).
+	JournalDir string
+	// Progress receives the live display; nil shows nothing.
+	Progress *Progress
+	// RunDone, when set, is told of each run as it ends, before it is saved.
+	RunDone func(reports.Run)
+	// Clock stamps the output folder and the report; nil is the real clock.
+	Clock clock.PassiveClock
+}
+
+// SuiteResult is what a suite leaves behind.
+type SuiteResult struct {
+	Report *reports.Report
+	// Dir holds report.json and everything rendered from it.
+	Dir string
+	// Verdict is the gate's, or without a baseline the invariants'.
+	Verdict Verdict
+}
+
+// RunSuite plays every scenario against every controller, writes
+// report.json after each run (atomically: a crash loses nothing), and, when
+// all ran, renders the reports and judges them. Interrupted, it returns what
+// it has so far and an error naming where that went.
+func RunSuite(ctx context.Context, conf SuiteConfig) (*SuiteResult, error) {
+	if slices.Contains(conf.Controllers, Floor) && len(conf.FloorInFlight) == 0 {
+		return nil, errors.New("suite: the floor has no pacing to try")
+	}
+	if conf.Clock == nil {
+		conf.Clock = clock.RealClock{}
+	}
+	out := reports.OutDir(conf.OutBase, conf.Clock.Now())
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", out, err)
+	}
+	runner, err := NewRunner(Config{
+		REST: conf.REST, Kubeconfig: conf.Kubeconfig, OwnsCluster: conf.OwnsCluster, Controller: conf.Controller,
+		Binaries: conf.Binaries, Nodes: conf.Nodes, LogDir: filepath.Join(out, "logs"), Progress: conf.Progress,
+		JournalDir: conf.JournalDir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	report := suiteReport(conf, conf.Clock.Now())
+	stampProvenance(report)
+	res := &SuiteResult{Report: report, Dir: out}
+	save := func() error { return reports.Write(out, report) }
+	for _, sc := range conf.Scenarios {
+		pacer := floorPacer{candidates: conf.FloorInFlight, qps: conf.FloorQPS}
+		for _, slot := range runOrder(conf.Controllers, suiteRepetitions(sc, conf.Repetitions), conf.Interleave) {
+			if ctx.Err() != nil {
+				break
+			}
+			r := runner
+			var floorConf FloorConfig
+			if slot.which == Floor {
+				floorConf = pacer.next()
+				r = runner.WithFloor(floorConf)
+			}
+			run := r.Run(ctx, sc, slot.which, slot.rep)
+			if slot.which == Floor {
+				pacer.record(floorConf, &run)
+			}
+			if conf.Progress != nil {
+				conf.Progress.Done()
+			}
+			if conf.RunDone != nil {
+				conf.RunDone(run)
+			}
+			report.Runs = append(report.Runs, run)
+			if err := save(); err != nil {
+				return res, err
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		_ = save()
+		return res, fmt.Errorf("interrupted; partial results in %s: %w", out, err)
+	}
+	// Read after the runs, which are saved by now: a damaged baseline costs
+	// the gate, not the measurements.
+	var baseline *reports.Baseline
+	if conf.Baseline != "" {
+		if b, err := reports.ReadBaseline(conf.Baseline); err == nil {
+			baseline = b
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return res, fmt.Errorf("reading baseline: %w", err)
+		}
+	}
+	if err := reports.Render(out, report, baseline); err != nil {
+		return res, err
+	}
+	res.Verdict = Judge(report, baseline)
+	return res, nil
+}
+
+// Verdict is how a suite ends.
+type Verdict struct {
+	// Gate is the regression gate's result; nil without a baseline.
+	Gate *reports.GateResult
+	// Pass: the gate passed or, without a baseline, the invariants hold for
+	// our controller.
+	Pass bool
+	// Findings are, without a baseline, the first five invariant findings
+	// of our controller, as "scenario#repetition check: detail".
+	Findings []string
+}
+
+// Judge gates r against the baseline b, or, when b is nil, checks the
+// invariants of our controller alone.
+func Judge(r *reports.Report, b *reports.Baseline) Verdict {
+	if b != nil {
+		gate := reports.Gate(r, b)
+		return Verdict{Gate: &gate, Pass: gate.Pass}
+	}
+	findings := reports.CheckInvariants(r)
+	v := Verdict{Pass: reports.Holds(findings, reports.ControllerOurs)}
+	for _, fd := range findings {
+		if fd.Controller == reports.ControllerOurs && len(v.Findings) < 5 {
+			v.Findings = append(v.Findings, fmt.Sprintf("%s#%d %s: %s", fd.Scenario, fd.Repetition, fd.Check, fd.Detail))
+		}
+	}
+	return v
+}
+
+// suiteRepetitions is how often each controller plays sc: override when
+// set, else the scenario's own, at least once.
+func suiteRepetitions(sc *scenarios.Scenario, override int) int {
+	if override > 0 {
+		return override
+	}
+	return max(sc.Repetitions, 1)
+}
+
+// runSlot is one run of a suite's scenario: a controller and a repetition.
+type runSlot struct {
+	which Controller
+	rep   int
+}
+
+// runOrder interleaves controllers per repetition, alternating which goes
+// first (A B, B A, A B, ...: whatever the cluster carries over from one run
+// to the next, such as a warm cache or a backlog, falls on each side
+// equally), or runs each controller's repetitions together.
+func runOrder(which []Controller, reps int, interleave bool) []runSlot {
+	var out []runSlot
+	if interleave {
+		for r := range reps {
+			for i := range which {
+				w := which[i]
+				if r%2 == 1 {
+					w = which[len(which)-1-i]
+				}
+				out = append(out, runSlot{w, r})
+			}
+		}
+		return out
+	}
+	for _, w := range which {
+		for r := range reps {
+			out = append(out, runSlot{w, r})
+		}
+	}
+	return out
+}
+
+// floorPacer chooses the floor's calls in flight for each repetition of one
+// scenario: every candidate once, in turn, then the one whose trial
+// converged fastest. The choice is recorded in each run's ControllerArgs.
+type floorPacer struct {
+	candidates []int
+	qps        float64
+	tried      map[int]float64 // candidate -> its trial's convergence seconds
+}
+
+func (p *floorPacer) next() FloorConfig {
+	return FloorConfig{InFlight: floor.ChooseInFlight(p.candidates, p.tried), QPS: p.qps}
+}
+
+// record keeps a candidate's first run as its trial.
+func (p *floorPacer) record(conf FloorConfig, run *reports.Run) {
+	if p.tried == nil {
+		p.tried = map[int]float64{}
+	}
+	if _, ok := p.tried[conf.InFlight]; ok {
+		return
+	}
+	p.tried[conf.InFlight] = math.Inf(1)
+	for _, m := range reports.RunMetrics(run) {
+		if m.Metric.Key == reports.MetricConverge.Key {
+			p.tried[conf.InFlight] = m.Value
+		}
+	}
+}
+
+// floorArgs are the floor's settings for the report's parameters: the
+// candidates; each run records the one it used.
+func floorArgs(candidates []int, qps float64) []string {
+	s := make([]string, len(candidates))
+	for i, n := range candidates {
+		s[i] = strconv.Itoa(n)
+	}
+	return []string{"--floor-inflight=" + strings.Join(s, ","), "--floor-qps=" + strconv.FormatFloat(qps, 'f', -1, 64)}
+}
+
+// suiteReport is the report of a suite before any run: its parameters,
+// resolved per scenario, and the versions it was built with. What needs the
+// machine (binaries' hashes, git, the hardware) is stampProvenance's.
+func suiteReport(conf SuiteConfig, now time.Time) *reports.Report {
+	r := &reports.Report{SchemaVersion: reports.SchemaVersion, GeneratedAt: now.UTC()}
+	for _, sc := range conf.Scenarios {
+		r.Params.Scenarios = append(r.Params.Scenarios, sc.Metadata.Name)
+		r.Params.Seed = sc.Seed
+	}
+	r.Params.Nodes = conf.Nodes
+	r.Params.Repetitions = conf.Repetitions
+	nodes, reps := map[int]bool{}, map[int]bool{}
+	for _, sc := range conf.Scenarios {
+		p := reports.ScenarioParams{Name: sc.Metadata.Name, Source: sc.Source, Seed: sc.Seed, Nodes: sc.DefaultNodes(),
+			Repetitions: suiteRepetitions(sc, conf.Repetitions), HoldSeconds: sc.BarrierHold().Seconds()}
+		if conf.Nodes > 0 {
+			p.Nodes = conf.Nodes
+		}
+		b := sc.Cluster.Pods
+		p.Pods = reports.PodStages{ReadyDelaySeconds: b.ReadyDelay.Seconds(), ReadyJitterSeconds: b.ReadyJitter.Seconds(),
+			DeleteDelaySeconds: b.DeleteDelay.Seconds(), FailImages: b.FailImages, NeverReadyImages: b.NeverReadyImages}
+		p.Oracle = OracleParams(p.Nodes, len(sc.DaemonSets()))
+		r.Params.PerScenario = append(r.Params.PerScenario, p)
+		nodes[p.Nodes], reps[p.Repetitions] = true, true
+	}
+	// One value for all: record it, never 0; several: PerScenario has them.
+	if len(nodes) == 1 {
+		for n := range nodes {
+			r.Params.Nodes = n
+		}
+	}
+	if len(reps) == 1 {
+		for n := range reps {
+			r.Params.Repetitions = n
+		}
+	}
+	r.Params.Interleaved = conf.Interleave && len(conf.Controllers) > 1
+	for _, w := range conf.Controllers {
+		cp := reports.ControllerParams{Name: string(w), QPS: conf.Controller.QPS, Burst: conf.Controller.Burst, Workers: conf.Controller.Workers}
+		c := conf.Controller
+		c.Which = w
+		cp.Args = c.Args()
+		if w == Floor {
+			cp.Args = floorArgs(conf.FloorInFlight, conf.FloorQPS)
+		}
+		cp.Binary = conf.Binaries[w]
+		r.Params.Controllers = append(r.Params.Controllers, cp)
+	}
+	r.Params.Harness = reports.ClientParams{QPS: -1}
+	r.Params.Kwok = conf.Kwok
+	r.Versions = reports.Versions{Go: runtime.Version(), Kubernetes: kwok.KubernetesVersion, Kwok: kwok.KwokVersion}
+	return r
+}
+
+// stampProvenance adds what identifies the code and the machine: each
+// controller binary's SHA-256, the git commit and whether the tree is
+// dirty, and the hardware.
+func stampProvenance(r *reports.Report) {
+	for i := range r.Params.Controllers {
+		cp := &r.Params.Controllers[i]
+		cp.BinarySHA256 = fileSHA256(cp.Binary)
+	}
+	if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		r.Versions.GitCommit = strings.TrimSpace(string(out))
+	}
+	if out, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
+		r.Versions.GitDirty = len(strings.TrimSpace(string(out))) > 0
+	}
+	r.Machine = machine()
+}
+
+// fileSHA256 is the file's SHA-256 in hex, or "" when it cannot be read.
+func fileSHA256(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func machine() reports.Machine {
+	m := reports.Machine{Cores: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		if _, err := fmt.Sscanf(strings.SplitN(string(data), "\n", 2)[0], "MemTotal: %d kB", &kb); err == nil {
+			m.MemoryBytes = kb * 1024
+		}
+	}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				m.CPUModel = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if out, err := exec.Command("uname", "-r").Output(); err == nil {
+		m.Kernel = strings.TrimSpace(string(out))
+	}
+	return m
+}

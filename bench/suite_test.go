@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/dsbench/dsbench/reports"
+	"github.com/dsbench/dsbench/scenarios"
+)
+
+// The pairs alternate which controller goes first, so that what one run
+// leaves behind for the next does not always favour the same side.
+func TestRunOrder(t *testing.T) {
+	tests := []struct {
+		name       string
+		which      []Controller
+		reps       int
+		interleave bool
+		want       []runSlot
+	}{
+		{"interleaved pairs alternate", []Controller{Ours, Upstream}, 4, true,
+			[]runSlot{{Ours, 0}, {Upstream, 0}, {Upstream, 1}, {Ours, 1}, {Ours, 2}, {Upstream, 2}, {Upstream, 3}, {Ours, 3}}},
+		{"interleaved three reverse on odd repetitions", []Controller{Ours, Upstream, Floor}, 2, true,
+			[]runSlot{{Ours, 0}, {Upstream, 0}, {Floor, 0}, {Floor, 1}, {Upstream, 1}, {Ours, 1}}},
+		{"not interleaved", []Controller{Ours, Upstream}, 2, false,
+			[]runSlot{{Ours, 0}, {Ours, 1}, {Upstream, 0}, {Upstream, 1}}},
+		{"one controller", []Controller{Ours}, 3, true, []runSlot{{Ours, 0}, {Ours, 1}, {Ours, 2}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, runOrder(tt.which, tt.reps, tt.interleave), cmp.AllowUnexported(runSlot{})); diff != "" {
+				t.Errorf("runOrder (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The floor tries each pacing once, then keeps the one that converged
+// fastest; a run that did not converge never wins.
+func TestFloorPacer(t *testing.T) {
+	run := func(sec float64, converged bool) *reports.Run {
+		return &reports.Run{Outcome: reports.OutcomeOK, Steps: []reports.Step{{Name: "create", Seconds: sec, Converged: converged}}}
+	}
+	p := floorPacer{candidates: []int{8, 32, 128}}
+	var got []int
+	for _, r := range []*reports.Run{run(30, true), run(20, true), run(5, false), run(1, true), run(1, true)} {
+		conf := p.next()
+		got = append(got, conf.InFlight)
+		p.record(conf, r)
+	}
+	if want := []int{8, 32, 128, 32, 32}; !slices.Equal(got, want) {
+		t.Errorf("in flight per repetition = %v, want %v", got, want)
+	}
+}
+
+// The report's parameters are what each scenario ran with, resolved: the
+// flags' node count and repetitions where set, else the scenario's own; one
+// value for all is recorded at the top, several only per scenario.
+func TestSuiteReportParams(t *testing.T) {
+	load := func(name string, reps int) *scenarios.Scenario {
+		t.Helper()
+		sc, _, err := scenarios.LoadLibrary(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Repetitions = reps
+		return sc
+	}
+	// shape is the part of the parameters this test is about.
+	type shape struct {
+		Nodes, Repetitions int
+		PerScenario        [][2]int // nodes, repetitions
+		Interleaved        bool
+		Controllers        []string
+	}
+	tests := []struct {
+		name string
+		conf SuiteConfig
+		want shape
+	}{
+		{"the flags decide",
+			SuiteConfig{Scenarios: []*scenarios.Scenario{load("bench-rollout", 5), load("node-churn", 1)}, Nodes: 1000, Repetitions: 3,
+				Controllers: []Controller{Ours, Upstream}, Interleave: true},
+			shape{1000, 3, [][2]int{{1000, 3}, {1000, 3}}, true, []string{"ours", "upstream"}}},
+		{"the scenarios' own, one value for all",
+			SuiteConfig{Scenarios: []*scenarios.Scenario{load("bench-rollout", 2), load("node-churn", 2)}, Controllers: []Controller{Ours}, Interleave: true},
+			shape{100, 2, [][2]int{{100, 2}, {100, 2}}, false, []string{"ours"}}},
+		{"the scenarios' own, different: only per scenario; never 0",
+			SuiteConfig{Scenarios: []*scenarios.Scenario{load("bench-rollout", 0), load("node-churn", 4)}, Controllers: []Controller{Ours, Upstream}},
+			shape{100, 0, [][2]int{{100, 1}, {100, 4}}, false, []string{"ours", "upstream"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := suiteReport(tt.conf, time.Now()).Params
+			got := shape{Nodes: p.Nodes, Repetitions: p.Repetitions, Interleaved: p.Interleaved}
+			for _, s := range p.PerScenario {
+				got.PerScenario = append(got.PerScenario, [2]int{s.Nodes, s.Repetitions})
+				if s.Oracle == nil || s.Seed == 0 {
+					t.Errorf("%s: oracle %v, seed %d; want both", s.Name, s.Oracle, s.Seed)
+				}
+			}
+			for _, c := range p.Controllers {
+				got.Controllers = append(got.Controllers, c.Name)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("params (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Each controller's parameters say how to run it again: its settings, its
+// command line (the floor's: the pacings it tried) and its binary; the
+// local cluster's setup, when the cluster is ours.
+func TestSuiteReportControllers(t *testing.T) {
+	sc, _, err := scenarios.LoadLibrary("bench-rollout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.FixedZone("CET", 3600))
+	conf := SuiteConfig{
+		Scenarios: []*scenarios.Scenario{sc}, Controllers: []Controller{Ours, Floor},
+		Controller:    ControllerConfig{Workers: 7, QPS: 50, Burst: 100, ExtraArgs: []string{"--sync-delay=1s"}},
+		Binaries:      map[Controller]string{Ours: "/bin/ours", Upstream: "/bin/kcm"},
+		FloorInFlight: []int{32, 128}, FloorQPS: 2.5,
+		Kwok: &reports.KwokParams{Cluster: "dsbench", Parallelism: 8},
+	}
+	r := suiteReport(conf, now)
+	if !r.GeneratedAt.Equal(now) || r.GeneratedAt.Location() != time.UTC || r.SchemaVersion != reports.SchemaVersion {
+		t.Errorf("generated at %v (schema %q), want %v in UTC", r.GeneratedAt, r.SchemaVersion, now)
+	}
+	oursArgs := ControllerConfig{Which: Ours, Workers: 7, QPS: 50, Burst: 100, ExtraArgs: []string{"--sync-delay=1s"}}.Args()
+	want := []reports.ControllerParams{
+		{Name: "ours", Binary: "/bin/ours", QPS: 50, Burst: 100, Workers: 7, Args: oursArgs},
+		{Name: "floor", QPS: 50, Burst: 100, Workers: 7, Args: []string{"--floor-inflight=32,128", "--floor-qps=2.5"}},
+	}
+	if diff := cmp.Diff(want, r.Params.Controllers); diff != "" {
+		t.Errorf("controllers (-want +got):\n%s", diff)
+	}
+	if !slices.Contains(oursArgs, "--sync-delay=1s") {
+		t.Errorf("our args %v lack the extra argument", oursArgs)
+	}
+	if diff := cmp.Diff(conf.Kwok, r.Params.Kwok); diff != "" {
+		t.Errorf("kwok (-want +got):\n%s", diff)
+	}
+	if r.Params.Harness.QPS != -1 || r.Versions.Go == "" || r.Versions.Kubernetes == "" {
+		t.Errorf("harness %+v, versions %+v", r.Params.Harness, r.Versions)
+	}
+}
+
+// Without a baseline the suite passes when the invariants hold for our
+// controller, whatever upstream did; with one, the gate decides.
+func TestJudge(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// report has five clean repetitions of each controller given; a name
+	// with a "!" has an unexpected violation in its first.
+	report := func(controllers ...string) *reports.Report {
+		r := &reports.Report{SchemaVersion: reports.SchemaVersion, Params: reports.Params{Scenarios: []string{"s"}, Nodes: 100}}
+		for _, c := range controllers {
+			name, broken := strings.CutSuffix(c, "!")
+			for rep := range 5 {
+				start := t0.Add(time.Duration(rep) * time.Minute)
+				run := reports.Run{Scenario: "s", Controller: name, Repetition: rep, Nodes: 100, Start: start, End: start.Add(time.Minute),
+					Outcome: reports.OutcomeOK, Steps: []reports.Step{{Name: "create", Kind: "create", Start: start, Converged: true, Seconds: 10}},
+					Resources: reports.Resources{CPUSeconds: 1}, Coverage: reports.Coverage{PodsExpected: 100, PodsObserved: 100, ObservedFraction: 1}}
+				if broken && rep == 0 {
+					run.Violations = []reports.Violation{{Kind: "DuplicatePods", Start: start, Detail: "two pods"}}
+				}
+				r.Runs = append(r.Runs, run)
+			}
+		}
+		return r
+	}
+	baseline := reports.NewBaseline(report("ours"), 1.25)
+	tests := []struct {
+		name         string
+		report       *reports.Report
+		baseline     *reports.Baseline
+		pass, gate   bool
+		wantFindings int
+	}{
+		{"clean", report("ours", "upstream"), nil, true, false, 0},
+		{"upstream's violation does not fail", report("ours", "upstream!"), nil, true, false, 0},
+		{"ours' violation fails and is named", report("ours!", "upstream"), nil, false, false, 1},
+		{"no runs fails", report(), nil, false, false, 0},
+		{"a baseline: the gate decides", report("ours"), baseline, true, true, 0},
+		{"a baseline: ours' violation fails the gate", report("ours!"), baseline, false, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := Judge(tt.report, tt.baseline)
+			if v.Pass != tt.pass || (v.Gate != nil) != tt.gate || len(v.Findings) != tt.wantFindings {
+				t.Errorf("verdict %+v: want pass %v, gate %v, %d findings", v, tt.pass, tt.gate, tt.wantFindings)
+			}
+		})
+	}
+}
