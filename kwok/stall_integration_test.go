@@ -94,8 +94,8 @@ func TestKwokStallsPodsOfReusedNodeNames(t *testing.T) {
 	}
 	// Whether kwok drops them is a race (re-creating the node against the
 	// garbage collector removing its old lease, we think): this test alone
-	// stalled 11 to 27 of 40 pods in each of 7 rounds in one hour, and none
-	// in 9 rounds in the next, alone, on a cluster of its own or after the
+	// stalled 11 to 29 of 40 pods in each of 6 rounds in one hour, and none
+	// in 7 rounds in the next, alone, on a cluster of its own or after the
 	// package's other tests. So the reproduction is logged, the fix asserted.
 	if stalled == 0 {
 		t.Logf("no stall in %d rounds: the garbage collector won the race every time (or kwok no longer drops these events)", rounds)
