@@ -273,10 +273,12 @@ func (c *Checker) checkStatus(s *dsState, now time.Time) {
 	// What the status should say can change while the DaemonSet stays
 	// converged (a node with a pod becomes must-run again, the generation
 	// moves): the controller gets StatusLag from that change too.
-	want, ok := s.expectedStatus()
-	if sig := (statusWant{counts: want, ok: ok, generation: s.e.ds.Generation}); sig != s.statusWant {
-		s.statusWant, s.statusWantSince = sig, now
-		if s.converged {
+	// Only while converged: unconverged, nothing is judged, and the walk over
+	// every node would run on every event.
+	if s.converged {
+		want, ok := s.expectedStatus()
+		if sig := (statusWant{counts: want, ok: ok, generation: s.e.ds.Generation}); sig != s.statusWant {
+			s.statusWant, s.statusWantSince = sig, now
 			heap.Push(&c.wakes, wake{at: now.Add(c.cfg.StatusLag), ds: s.key, kind: wakeStatus})
 		}
 	}
