@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -243,6 +244,11 @@ func copySteps(steps []Step) []Step {
 		st.Rollback = clonePtr(st.Rollback)
 		st.Pods = clonePtr(st.Pods)
 		st.Controller = clonePtr(st.Controller)
+		if st.Fault != nil {
+			f := *st.Fault
+			f.KillStorm, f.RejectCreates = clonePtr(f.KillStorm), clonePtr(f.RejectCreates)
+			st.Fault = &f
+		}
 		st.Pause = clonePtr(st.Pause)
 		if st.WaitConverged != nil {
 			w := *st.WaitConverged
@@ -285,4 +291,25 @@ func copyAny(v any) any {
 		return s
 	}
 	return v
+}
+
+// FaultNamespace is where a rejectCreates fault puts its quota: its own
+// Namespace, else the one namespace all the scenario's DaemonSets share.
+func (s *Scenario) FaultNamespace(r *RejectCreates) (string, error) {
+	if r.Namespace != "" {
+		return r.Namespace, nil
+	}
+	ns := ""
+	for _, ds := range s.DaemonSets() {
+		switch {
+		case ns == "":
+			ns = ds.Namespace
+		case ds.Namespace != ns:
+			return "", fmt.Errorf("the DaemonSets are in several namespaces (%s, %s): say which one", ns, ds.Namespace)
+		}
+	}
+	if ns == "" {
+		return "", errors.New("the scenario has no DaemonSet to take the namespace from: say which one")
+	}
+	return ns, nil
 }

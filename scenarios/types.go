@@ -198,6 +198,8 @@ type Step struct {
 	Pods *PodsStep `json:"pods,omitempty"`
 	// Controller process.
 	Controller *ControllerStep `json:"controller,omitempty"`
+	// Fault injects a measured fault (see FaultStep).
+	Fault *FaultStep `json:"fault,omitempty"`
 	// Flow.
 	Pause         *Duration `json:"pause,omitempty"`
 	WaitConverged *WaitStep `json:"waitConverged,omitempty"`
@@ -230,6 +232,7 @@ const (
 	KindRollback      StepKind = "rollback"
 	KindPods          StepKind = "pods"
 	KindController    StepKind = "controller"
+	KindFault         StepKind = "fault"
 	KindPause         StepKind = "pause"
 	KindWaitConverged StepKind = "waitConverged"
 	KindParallel      StepKind = "parallel"
@@ -259,6 +262,7 @@ func (s *Step) Kinds() []StepKind {
 	add(s.Rollback != nil, KindRollback)
 	add(s.Pods != nil, KindPods)
 	add(s.Controller != nil, KindController)
+	add(s.Fault != nil, KindFault)
 	add(s.Pause != nil, KindPause)
 	add(s.WaitConverged != nil, KindWaitConverged)
 	add(s.Parallel != nil, KindParallel)
@@ -472,6 +476,72 @@ type ControllerStep struct {
 	Downtime Duration         `json:"downtime,omitzero"`
 }
 
+// FaultStep injects one fault, which the runner measures as such: when it
+// began and ended, how many times it struck, the controller's API calls
+// meanwhile, and how long the DaemonSets took to converge once it ended.
+// Exactly one of its fields is set.
+type FaultStep struct {
+	KillStorm     *KillStorm     `json:"killStorm,omitempty"`
+	RejectCreates *RejectCreates `json:"rejectCreates,omitempty"`
+}
+
+// FaultKind names the fault of a fault step; it is the YAML key that holds it.
+type FaultKind string
+
+// The fault kinds.
+const (
+	FaultKillStorm     FaultKind = "killStorm"
+	FaultRejectCreates FaultKind = "rejectCreates"
+)
+
+// Kinds returns the fault kinds that are set; a valid step has exactly one.
+func (f *FaultStep) Kinds() []FaultKind {
+	var out []FaultKind
+	if f.KillStorm != nil {
+		out = append(out, FaultKillStorm)
+	}
+	if f.RejectCreates != nil {
+		out = append(out, FaultRejectCreates)
+	}
+	return out
+}
+
+// Kind is the fault, or "" when none or several are set.
+func (f *FaultStep) Kind() FaultKind {
+	if ks := f.Kinds(); len(ks) == 1 {
+		return ks[0]
+	}
+	return ""
+}
+
+// DurationRange is a span that random durations are drawn from, uniformly.
+type DurationRange struct {
+	Min Duration `json:"min"`
+	Max Duration `json:"max"`
+}
+
+// KillStorm SIGKILLs the controller Kills times. Before each kill it runs
+// for a time drawn from Uptime, and after it stays down for a time drawn
+// from Downtime; the draws come from the scenario's seed and the step.
+type KillStorm struct {
+	Kills    int           `json:"kills"`
+	Uptime   DurationRange `json:"uptime"`
+	Downtime DurationRange `json:"downtime"`
+}
+
+// RejectCreates makes the API server refuse pod creates beyond Pods pods in
+// Namespace (a ResourceQuota) for For, then lifts the quota. With
+// MaxCallsPerMinute set, a controller that sends more API calls per minute
+// than that while the quota holds is a HotLoop violation.
+type RejectCreates struct {
+	// Namespace defaults to the namespace of the scenario's DaemonSets when
+	// they share one.
+	Namespace         string   `json:"namespace,omitempty"`
+	Pods              int      `json:"pods"`
+	For               Duration `json:"for"`
+	MaxCallsPerMinute float64  `json:"maxCallsPerMinute,omitempty"`
+}
+
 // DefaultWaitTimeout is a waitConverged timeout that was left out.
 const DefaultWaitTimeout = 10 * time.Minute
 
@@ -519,13 +589,16 @@ const (
 	UnrequestedDisruption ViolationKind = "UnrequestedDisruption"
 	// RolloutStalled: a rollout with room in its budget made no progress.
 	RolloutStalled ViolationKind = "RolloutStalled"
+	// HotLoop: while a fault refused its writes, the controller sent more
+	// API calls per minute than the fault step allows.
+	HotLoop ViolationKind = "HotLoop"
 )
 
 // ViolationKinds lists every violation kind.
 func ViolationKinds() []ViolationKind {
 	return []ViolationKind{NotConverged, MissingPod, UnexpectedPod, DuplicatePod,
 		MaxUnavailableExceeded, MaxSurgeExceeded, StaleRevision, StatusMismatch, StepFailed,
-		UnrequestedDisruption, RolloutStalled}
+		UnrequestedDisruption, RolloutStalled, HotLoop}
 }
 
 // Expectation is a violation a step is meant to cause. It covers the time

@@ -101,7 +101,7 @@ func (v *validator) stepList(steps []Step, path string, st *simState) *simState 
 }
 
 var stepKindNames = []string{"nodes", "labels", "taints", "cordon", "uncordon", "evict", "markNotReady", "markReady",
-	"create", "delete", "update", "strategy", "rollback", "pods", "controller", "pause", "waitConverged", "parallel"}
+	"create", "delete", "update", "strategy", "rollback", "pods", "controller", "fault", "pause", "waitConverged", "parallel"}
 
 func (v *validator) step(s *Step, path string, st *simState) *simState {
 	kinds := s.Kinds()
@@ -237,6 +237,8 @@ func (v *validator) step(s *Step, path string, st *simState) *simState {
 		} else if c.Downtime.Duration > 0 && c.Action != ControllerRestart {
 			v.errorf(joinPath(kpath, "downtime"), "downtime applies to restart only")
 		}
+	case KindFault:
+		v.fault(s.Fault, kpath, st)
 	case KindPause:
 		if s.Pause.Duration <= 0 {
 			v.errorf(kpath, "pause must be a positive duration such as \"30s\"")
@@ -613,7 +615,7 @@ func (v *validator) parallel(branches [][]Step, path string, st *simState) *simS
 
 func branchTouchesController(steps []Step) bool {
 	for _, s := range steps {
-		if s.Controller != nil {
+		if s.Controller != nil || (s.Fault != nil && s.Fault.KillStorm != nil) {
 			return true
 		}
 		for _, b := range s.Parallel {
@@ -623,4 +625,56 @@ func branchTouchesController(steps []Step) bool {
 		}
 	}
 	return false
+}
+
+// fault checks a fault step: one fault, sensible counts and durations, and
+// what it needs at this point (a running controller, a known namespace).
+func (v *validator) fault(f *FaultStep, kpath string, st *simState) {
+	switch ks := f.Kinds(); len(ks) {
+	case 0:
+		v.errorf(kpath, "a fault step needs one fault: killStorm or rejectCreates")
+		return
+	case 1:
+	default:
+		v.errorf(kpath, "a fault step holds one fault, not %d", len(ks))
+		return
+	}
+	span := func(path string, r DurationRange) {
+		switch {
+		case r.Min.Duration < 0:
+			v.errorf(joinPath(path, "min"), "must not be negative")
+		case r.Max.Duration < r.Min.Duration:
+			v.errorf(joinPath(path, "max"), "max %v is less than min %v", r.Max.Duration, r.Min.Duration)
+		}
+	}
+	if k := f.KillStorm; k != nil {
+		path := joinPath(kpath, "killStorm")
+		if k.Kills <= 0 {
+			v.errorf(joinPath(path, "kills"), "kills must be positive")
+		}
+		span(joinPath(path, "uptime"), k.Uptime)
+		span(joinPath(path, "downtime"), k.Downtime)
+		if !st.controllerUp {
+			v.errorf(path, "the controller is killed at this point: start it first")
+		}
+	}
+	if r := f.RejectCreates; r != nil {
+		path := joinPath(kpath, "rejectCreates")
+		if r.Pods < 0 {
+			v.errorf(joinPath(path, "pods"), "pods must not be negative")
+		}
+		if r.For.Duration <= 0 {
+			v.errorf(joinPath(path, "for"), "for must be a positive duration such as \"30s\"")
+		}
+		if r.MaxCallsPerMinute < 0 {
+			v.errorf(joinPath(path, "maxCallsPerMinute"), "maxCallsPerMinute must not be negative")
+		}
+		if r.Namespace != "" {
+			if errs := validation.IsDNS1123Label(r.Namespace); len(errs) > 0 {
+				v.errorf(joinPath(path, "namespace"), "namespace %q: %s", r.Namespace, strings.Join(errs, "; "))
+			}
+		} else if _, err := v.s.FaultNamespace(r); err != nil {
+			v.errorf(joinPath(path, "namespace"), "%v", err)
+		}
+	}
 }
