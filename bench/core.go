@@ -56,8 +56,11 @@ type Core struct {
 	timeline map[string]*reports.Timeline
 	sampled  time.Time // last timeline sample
 	seen     observations
-	// violations are the NotConverged timeouts of waits, in order.
+	// violations are the NotConverged timeouts of waits and the HotLoops of
+	// faults, in order.
 	violations []reports.Violation
+	// faults are the fault steps' records, judged in Finish.
+	faults []reports.Fault
 	// lags is, per event applied, how long after its stamp the oracle got
 	// it; applyErrs counts the events it could not apply (never expected).
 	lags      []time.Duration
@@ -183,6 +186,9 @@ func (c *Core) ControllerStarted(now time.Time) {
 
 // StatusSettled says whether every DaemonSet's status agrees with the oracle.
 func (c *Core) StatusSettled() bool { return c.checker.StatusSettled() }
+
+// StatusDiff says where ds's status disagrees with the oracle now.
+func (c *Core) StatusDiff(ds string) string { return c.checker.StatusDiff(ds) }
 
 // DaemonSetCreated records that the runner created the DaemonSet: every later
 // step waits for it.
@@ -462,6 +468,63 @@ func (c *Core) expectedDuring(kind scenarios.ViolationKind, ds string, from, to 
 // scenarioKind maps the oracle's invariant names to the scenario format's.
 func scenarioKind(k oracle.Kind) scenarios.ViolationKind { return k.Family() }
 
+// FaultEnded records a fault step once its fault is over. A bound on API
+// calls that the controller broke is a HotLoop violation at once.
+func (c *Core) FaultEnded(f reports.Fault) {
+	c.faults = append(c.faults, f)
+	if f.StatusError != "" {
+		c.violations = append(c.violations, reports.Violation{
+			Kind: string(scenarios.StatusMismatch), Start: f.End,
+			Detail:   fmt.Sprintf("step %q: while creates were refused, %s", f.Step, f.StatusError),
+			Expected: c.expected(scenarios.StatusMismatch, "", f.End),
+		})
+	}
+	if f.MaxCallsPerMinute > 0 && f.APIRequests >= 0 && f.CallsPerMinute > f.MaxCallsPerMinute {
+		c.violations = append(c.violations, reports.Violation{
+			// Established only once the window is over: it starts then.
+			Kind: string(scenarios.HotLoop), Start: f.End,
+			Detail: fmt.Sprintf("step %q: %d API calls in %v, %.0f a minute, above the bound of %.0f",
+				f.Step, f.APIRequests, f.End.Sub(f.Start).Round(time.Millisecond), f.CallsPerMinute, f.MaxCallsPerMinute),
+			Expected: c.expected(scenarios.HotLoop, "", f.End),
+		})
+	}
+}
+
+// judgeFaults fills in each fault's recovery: every step begun by the
+// fault's end has converged, and RecoverySeconds is how long after the end
+// the last of them did. It counts the unexpected violations that began
+// between the fault's start and its recovery (the run's end without one).
+func judgeFaults(faults []reports.Fault, steps []reports.Step, violations []reports.Violation, end time.Time) []reports.Fault {
+	out := make([]reports.Fault, len(faults))
+	for i, f := range faults {
+		f.Recovered = true
+		last := f.End
+		for _, st := range steps {
+			if st.Start.After(f.End) {
+				continue // a later step's barrier measures that step, not the fault
+			}
+			if !st.Converged {
+				f.Recovered = false
+				break
+			}
+			if at := st.Start.Add(time.Duration(st.Seconds * float64(time.Second))); at.After(last) {
+				last = at
+			}
+		}
+		until := end
+		if f.Recovered {
+			f.RecoverySeconds, until = last.Sub(f.End).Seconds(), last
+		}
+		for _, v := range violations {
+			if !v.Expected && !v.Start.Before(f.Start) && !v.Start.After(until) {
+				f.Violations++
+			}
+		}
+		out[i] = f
+	}
+	return out
+}
+
 // FinishInput is what the executor measured outside the Core.
 type FinishInput struct {
 	// Now ends the run.
@@ -585,6 +648,7 @@ func (c *Core) Finish(run reports.Run, in FinishInput) reports.Run {
 		run.Timelines = append(run.Timelines, *c.timeline[k])
 	}
 	run.Coverage = c.coverage(in.Gaps)
+	run.Faults = judgeFaults(c.faults, run.Steps, run.Violations, now)
 	return run
 }
 

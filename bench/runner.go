@@ -398,6 +398,10 @@ func (s *runState) reset(ctx context.Context) error {
 	var g errgroup.Group
 	g.Go(func() error {
 		for _, ns := range namespaces {
+			// A fault left behind by a run that broke off.
+			if err := c.CoreV1().ResourceQuotas(ns).Delete(ctx, RejectCreatesQuota, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting ResourceQuota %s/%s: %w", ns, RejectCreatesQuota, err)
+			}
 			if err := c.AppsV1().DaemonSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &prop}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("deleting DaemonSets in %s: %w", ns, err)
 			}

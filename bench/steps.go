@@ -130,6 +130,7 @@ func init() {
 		scenarios.KindRollback:      {play: (*runState).rollback},
 		scenarios.KindPods:          {play: (*runState).pods},
 		scenarios.KindController:    {play: (*runState).controller},
+		scenarios.KindFault:         {play: (*runState).fault},
 		scenarios.KindPause:         {play: (*runState).pause, flow: true},
 		scenarios.KindWaitConverged: {play: (*runState).waitStep, flow: true},
 		scenarios.KindParallel:      {play: (*runState).parallel, flow: true},

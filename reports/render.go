@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -269,6 +270,62 @@ func (a *analysis) harnessTable() (table, bool) {
 	return t, len(t.Rows) > 0
 }
 
+const faultsNote = "Each fault step of each run. Survived: every step begun by the fault's end converged afterwards, and no unexpected violation began between the fault's start and that recovery. Recovery runs from the fault's end to the last such convergence. API calls are the controller's, summed over its processes, during the fault; a bound, when the step sets one, makes a higher rate a HotLoop violation.\n"
+
+// faultsTable sums the faults per case, controller and fault kind.
+func (a *analysis) faultsTable() (table, bool) {
+	t := table{
+		Header: []string{"case", "controller", "fault", "steps", "injected", "survived", "violations", "recovery p50 (s)", "recovery max (s)", "API calls/min p50", "API calls/min max", "bound"},
+		Right:  []bool{false, false, false, true, true, true, true, true, true, true, true, true},
+	}
+	for _, g := range a.groups {
+		byKind := map[string][]Fault{}
+		var kinds []string
+		for _, run := range g.Runs {
+			for _, f := range run.Faults {
+				if byKind[f.Kind] == nil {
+					kinds = append(kinds, f.Kind)
+				}
+				byKind[f.Kind] = append(byKind[f.Kind], f)
+			}
+		}
+		for _, k := range kinds {
+			fs := byKind[k]
+			var injected, survived, violations int
+			var recovery, rates []float64
+			bound := 0.0
+			for _, f := range fs {
+				injected += f.Injected
+				violations += f.Violations
+				if f.Survived() {
+					survived++
+				}
+				if f.Recovered {
+					recovery = append(recovery, f.RecoverySeconds)
+				}
+				if f.APIRequests >= 0 {
+					rates = append(rates, f.CallsPerMinute)
+				}
+				bound = max(bound, f.MaxCallsPerMinute)
+			}
+			dash := func(xs []float64, q float64) string {
+				if len(xs) == 0 {
+					return "—"
+				}
+				sorted := slices.Sorted(slices.Values(xs))
+				return fmtDecimal(percentileSorted(sorted, q))
+			}
+			b := "—"
+			if bound > 0 {
+				b = fmtDecimal(bound)
+			}
+			t.Rows = append(t.Rows, []string{g.Case.String(), g.Controller, k, fmt.Sprint(len(fs)), fmt.Sprint(injected),
+				fmt.Sprintf("%d/%d", survived, len(fs)), fmt.Sprint(violations), dash(recovery, 50), dash(recovery, 100), dash(rates, 50), dash(rates, 100), b})
+		}
+	}
+	return t, len(t.Rows) > 0
+}
+
 const nodeLatencyNote = "Seconds; every node of every successful repetition pooled; percentiles by nearest rank.\n"
 
 func (a *analysis) markdown() string {
@@ -292,6 +349,11 @@ func (a *analysis) markdown() string {
 	if t, ok := a.nodeLatencyTable(); ok {
 		b.WriteString("## Per-node latencies\n\n")
 		b.WriteString(nodeLatencyNote + "\n")
+		b.WriteString(t.markdown(""))
+	}
+	if t, ok := a.faultsTable(); ok {
+		b.WriteString("## Faults\n\n")
+		b.WriteString(faultsNote + "\n")
 		b.WriteString(t.markdown(""))
 	}
 	if t, ok := a.harnessTable(); ok {

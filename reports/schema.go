@@ -181,6 +181,8 @@ type Run struct {
 	// SimulatorStalls are pods kwok left Pending on a Ready node past the
 	// harness's bound; the harness nudged each (see bench/stalls.go).
 	SimulatorStalls []SimulatorStall `json:"simulatorStalls,omitempty"`
+	// Faults are the faults the scenario's fault steps injected, judged.
+	Faults []Fault `json:"faults,omitempty"`
 	// Harness is the harness's own health in this run: how far its oracle
 	// trailed the watch events. Absent in reports written before it existed.
 	Harness *Harness `json:"harness,omitempty"`
@@ -188,6 +190,37 @@ type Run struct {
 	// pod throughput); they are summarized and compared like the built-in ones.
 	Extra []ExtraMetric `json:"extra,omitempty"`
 }
+
+// Fault is one fault step as it happened.
+type Fault struct {
+	Step  string    `json:"step"`
+	Kind  string    `json:"kind"` // the scenario's fault kind, e.g. "killStorm"
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// Injected counts the blows: kills of a storm, 1 for a held quota.
+	Injected int `json:"injected"`
+	// APIRequests the controller sent between Start and End; -1 when they
+	// could not be read.
+	APIRequests    int64   `json:"apiRequests"`
+	CallsPerMinute float64 `json:"callsPerMinute"`
+	// MaxCallsPerMinute is the step's bound (0: none).
+	MaxCallsPerMinute float64 `json:"maxCallsPerMinute,omitempty"`
+	// StatusError is where the DaemonSets' status still disagreed with the
+	// oracle at the end of a fault that refused creates ("" when it agreed).
+	StatusError string `json:"statusError,omitempty"`
+	// Recovered: a barrier converged after End. RecoverySeconds runs from
+	// End to the first such convergence (0 when every barrier had
+	// converged by End).
+	Recovered       bool    `json:"recovered"`
+	RecoverySeconds float64 `json:"recoverySeconds"`
+	// Violations counts the unexpected violations that started between
+	// Start and the recovery (the end of the run when it never came).
+	Violations int `json:"violations"`
+}
+
+// Survived says the fault left nothing wrong behind: the DaemonSets
+// converged afterwards and no unexpected violation began meanwhile.
+func (f Fault) Survived() bool { return f.Recovered && f.Violations == 0 }
 
 // Step is one scenario step and how long the cluster took to converge after it.
 type Step struct {

@@ -395,3 +395,16 @@ func (c *Checker) StatusSettled() bool {
 	}
 	return true
 }
+
+// StatusDiff says where the DaemonSet's status (ds is "namespace/name")
+// disagrees with what the oracle sees now, converged or not: "" when it
+// agrees, or when the oracle cannot tell (pods terminating or failed).
+// The runner uses it while a fault refuses the controller's creates, when
+// the status must still count what exists.
+func (c *Checker) StatusDiff(ds string) string {
+	s := c.ds[ds]
+	if s == nil {
+		return ""
+	}
+	return s.statusDiff()
+}

@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dsbench/dsbench/reports"
+	"github.com/dsbench/dsbench/scenarios"
+)
+
+// RejectCreatesQuota is the ResourceQuota a rejectCreates fault creates.
+const RejectCreatesQuota = "dsbench-reject-creates"
+
+// fault injects a fault step's fault and hands its record to the Core,
+// which judges it once the run's convergence is known.
+func (s *runState) fault(ctx context.Context, st *scenarios.Step) (visibility, error) {
+	rec := reports.Fault{Step: stepName(st), Kind: string(st.Fault.Kind()), Start: s.r.clock.Now()}
+	before, beforeErr := s.apiCalls(ctx)
+	var err error
+	switch f := st.Fault; {
+	case f.KillStorm != nil:
+		rec.Injected, err = s.killStorm(ctx, f.KillStorm, faultRand(s.sc.Seed, st.Index))
+	case f.RejectCreates != nil:
+		rec.Injected, err = s.rejectCreates(ctx, f.RejectCreates, &rec.StatusError)
+		rec.MaxCallsPerMinute = f.RejectCreates.MaxCallsPerMinute
+	default:
+		err = fmt.Errorf("fault %q is not supported by the runner", f.Kind())
+	}
+	rec.End = s.r.clock.Now()
+	after, afterErr := s.apiCalls(ctx)
+	if beforeErr == nil && afterErr == nil {
+		rec.APIRequests = after - before
+		if d := rec.End.Sub(rec.Start); d > 0 {
+			rec.CallsPerMinute = float64(rec.APIRequests) / d.Minutes()
+		}
+	} else {
+		rec.APIRequests = -1 // unknown, never a made-up zero
+	}
+	s.do(func() { s.core.FaultEnded(rec) })
+	return nil, err
+}
+
+// faultRand is the fault's own random source: the same seed and step draw
+// the same kills on every run, whatever else the scenario does.
+func faultRand(seed int64, step int) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), uint64(step)))
+}
+
+// draw picks a duration in [r.Min, r.Max] uniformly.
+func draw(rng *rand.Rand, r scenarios.DurationRange) time.Duration {
+	span := r.Max.Duration - r.Min.Duration
+	if span <= 0 {
+		return r.Min.Duration
+	}
+	return r.Min.Duration + time.Duration(rng.Int64N(int64(span)+1))
+}
+
+// killStorm kills and restarts the controller k.Kills times.
+func (s *runState) killStorm(ctx context.Context, k *scenarios.KillStorm, rng *rand.Rand) (int, error) {
+	kills := 0
+	for range k.Kills {
+		sleep(ctx, draw(rng, k.Uptime))
+		downtime := draw(rng, k.Downtime)
+		if ctx.Err() != nil {
+			return kills, ctx.Err()
+		}
+		kills++
+		if err := s.controllerAction(ctx, &scenarios.ControllerStep{Action: scenarios.ControllerRestart, Downtime: scenarios.Duration{Duration: downtime}}); err != nil {
+			return kills, fmt.Errorf("kill %d of %d: %w", kills, k.Kills, err)
+		}
+	}
+	return kills, nil
+}
+
+// rejectCreates holds a pod quota in the namespace for r.For. It is always
+// lifted, even when the run is cancelled meanwhile.
+func (s *runState) rejectCreates(ctx context.Context, r *scenarios.RejectCreates, statusErr *string) (int, error) {
+	ns, err := s.sc.FaultNamespace(r)
+	if err != nil {
+		return 0, err
+	}
+	quotas := s.r.client.CoreV1().ResourceQuotas(ns)
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: RejectCreatesQuota, Namespace: ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(strconv.Itoa(r.Pods))}},
+	}
+	if _, err := quotas.Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		return 0, fmt.Errorf("creating ResourceQuota %s/%s: %w", ns, RejectCreatesQuota, err)
+	}
+	defer func() {
+		if err := quotas.Delete(context.WithoutCancel(ctx), RejectCreatesQuota, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			s.progress("lifting ResourceQuota %s/%s: %v", ns, RejectCreatesQuota, err)
+		}
+	}()
+	sleep(ctx, r.For.Duration)
+	// Refused creates are no reason for a wrong status (upstream's
+	// TestUpdateStatusDespitePodCreationFailure): it must count what exists
+	// while the quota still holds, within the status lag.
+	*statusErr = s.statusWhileFaulted(ctx, ns)
+	return 1, ctx.Err()
+}
+
+// statusWhileFaulted waits up to StatusLag for the status of every
+// DaemonSet in ns to agree with the oracle, and says where it still did not.
+func (s *runState) statusWhileFaulted(ctx context.Context, ns string) string {
+	if s.which == Floor {
+		return "" // the floor writes no status
+	}
+	deadline := s.r.clock.Now().Add(StatusLag)
+	for {
+		var diffs []string
+		s.do(func() {
+			for _, ds := range s.sc.DaemonSets() {
+				if ds.Namespace != ns {
+					continue
+				}
+				if d := s.core.StatusDiff(scenarios.Ref(ds)); d != "" {
+					diffs = append(diffs, scenarios.Ref(ds)+" "+d)
+				}
+			}
+		})
+		if len(diffs) == 0 || ctx.Err() != nil {
+			return ""
+		}
+		if s.r.clock.Now().After(deadline) {
+			return strings.Join(diffs, "; ")
+		}
+		sleep(ctx, 250*time.Millisecond)
+	}
+}
+
+// apiCalls is the controller's API requests so far, summed over its
+// processes and verbs.
+func (s *runState) apiCalls(ctx context.Context) (int64, error) {
+	if s.ctrl == nil {
+		return 0, fmt.Errorf("no controller")
+	}
+	byVerb, err := s.ctrl.APIRequests(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var n float64
+	for _, v := range byVerb {
+		n += v
+	}
+	return int64(n), nil
+}

@@ -1,0 +1,127 @@
+package bench
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dsbench/dsbench/reports"
+	"github.com/dsbench/dsbench/scenarios"
+)
+
+func TestJudgeFaults(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	step := func(start, seconds float64, converged bool) reports.Step {
+		return reports.Step{Start: at(start), Seconds: seconds, Converged: converged}
+	}
+	fault := reports.Fault{Step: "storm", Kind: "killStorm", Start: at(10), End: at(40), Injected: 20}
+	end := at(100)
+	for _, tc := range []struct {
+		name       string
+		steps      []reports.Step
+		violations []reports.Violation
+		recovered  bool
+		recovery   float64
+		counted    int
+	}{
+		{name: "the last step begun during the fault converges 7 s after it",
+			steps: []reports.Step{step(0, 5, true), step(12, 20, true), step(15, 32, true)}, recovered: true, recovery: 7},
+		{name: "everything converged before the fault ended",
+			steps: []reports.Step{step(0, 5, true), step(12, 3, true)}, recovered: true, recovery: 0},
+		{name: "a later step's own convergence is not the fault's recovery",
+			steps: []reports.Step{step(12, 30, true), step(50, 40, true)}, recovered: true, recovery: 2},
+		{name: "a step begun by the end that never converged",
+			steps: []reports.Step{step(12, 30, true), step(20, 80, false)}, recovered: false},
+		{name: "violations from the start to the recovery count, expected ones and later ones do not",
+			steps: []reports.Step{step(12, 33, true)}, recovered: true, recovery: 5,
+			violations: []reports.Violation{
+				{Kind: "DuplicatePods", Start: at(9)},  // before
+				{Kind: "DuplicatePods", Start: at(10)}, // at the start
+				{Kind: "MissingPod", Start: at(30), Expected: true},
+				{Kind: "Overunavailable", Start: at(45)}, // at the recovery
+				{Kind: "Overunavailable", Start: at(46)}, // after it
+			}, counted: 2},
+		{name: "without a recovery, violations count to the end of the run",
+			steps: []reports.Step{step(12, 88, false)}, recovered: false,
+			violations: []reports.Violation{{Kind: "NotConverged", Start: at(100)}}, counted: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeFaults([]reports.Fault{fault}, tc.steps, tc.violations, end)[0]
+			if got.Recovered != tc.recovered || got.RecoverySeconds != tc.recovery || got.Violations != tc.counted {
+				t.Errorf("recovered %v in %v s with %d violations, want %v in %v s with %d",
+					got.Recovered, got.RecoverySeconds, got.Violations, tc.recovered, tc.recovery, tc.counted)
+			}
+			if got.Survived() != (tc.recovered && tc.counted == 0) {
+				t.Errorf("Survived() = %v", got.Survived())
+			}
+		})
+	}
+}
+
+// A controller over the step's bound of API calls a minute is a HotLoop at
+// once; at the bound, or with unknown counts, it is not.
+func TestFaultEndedJudgesTheCallBoundAndTheStatus(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sc := &scenarios.Scenario{}
+	for _, tc := range []struct {
+		name  string
+		fault reports.Fault
+		kinds []string
+	}{
+		{"over the bound", reports.Fault{APIRequests: 301, CallsPerMinute: 602, MaxCallsPerMinute: 600}, []string{"HotLoop"}},
+		{"at the bound", reports.Fault{APIRequests: 300, CallsPerMinute: 600, MaxCallsPerMinute: 600}, nil},
+		{"no bound", reports.Fault{APIRequests: 9000, CallsPerMinute: 18000}, nil},
+		{"counts unknown", reports.Fault{APIRequests: -1, CallsPerMinute: 0, MaxCallsPerMinute: 600}, nil},
+		{"a wrong status", reports.Fault{StatusError: "dsbench/agent status: currentNumberScheduled 100, oracle 60"}, []string{"StatusMismatch"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCore(CoreConfig{Scenario: sc, Oracle: oracleConfig(nil)})
+			f := tc.fault
+			f.Step, f.Start, f.End = "quota", t0, t0.Add(30*time.Second)
+			c.FaultEnded(f)
+			var kinds []string
+			for _, v := range c.violations {
+				kinds = append(kinds, v.Kind)
+				if !strings.Contains(v.Detail, `"quota"`) || v.Expected {
+					t.Errorf("violation %+v: want the step named and not expected", v)
+				}
+			}
+			if strings.Join(kinds, ",") != strings.Join(tc.kinds, ",") {
+				t.Errorf("violations %v, want %v", kinds, tc.kinds)
+			}
+			if len(c.faults) != 1 {
+				t.Errorf("%d faults recorded, want 1", len(c.faults))
+			}
+		})
+	}
+}
+
+// The same seed and step draw the same storm; another step draws another.
+func TestKillStormDrawsAreSeeded(t *testing.T) {
+	r := scenarios.DurationRange{Min: scenarios.Duration{Duration: time.Second}, Max: scenarios.Duration{Duration: 4 * time.Second}}
+	draws := func(seed int64, step int) []time.Duration {
+		rng := faultRand(seed, step)
+		var out []time.Duration
+		for range 20 {
+			d := draw(rng, r)
+			if d < r.Min.Duration || d > r.Max.Duration {
+				t.Fatalf("draw %v outside [%v, %v]", d, r.Min.Duration, r.Max.Duration)
+			}
+			out = append(out, d)
+		}
+		return out
+	}
+	a, b, c := draws(41, 3), draws(41, 3), draws(41, 4)
+	if !slices.Equal(a, b) {
+		t.Errorf("same seed and step, different draws:\n%v\n%v", a, b)
+	}
+	if slices.Equal(a, c) {
+		t.Errorf("another step drew the same storm: %v", a)
+	}
+	fixed := scenarios.DurationRange{Min: scenarios.Duration{Duration: 2 * time.Second}, Max: scenarios.Duration{Duration: 2 * time.Second}}
+	if d := draw(faultRand(1, 1), fixed); d != 2*time.Second {
+		t.Errorf("an empty span drew %v, want its min", d)
+	}
+}
