@@ -345,7 +345,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	defer c.queue.Done(key)
 	if err := c.syncDaemonSet(ctx, key); err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Syncing DaemonSet failed, requeueing with backoff", "daemonset", key)
-		c.queue.AddRateLimited(key)
+		requeueAfterError(c.queue, key)
 		return true
 	}
 	c.queue.Forget(key)

@@ -5,6 +5,7 @@ package controller
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/dsbench/dsbench/controller/plan"
 )
@@ -23,3 +24,9 @@ func createTemplate(_ string, ds *appsv1.DaemonSet, hash, _ string) (*appsv1.Dae
 }
 
 func skipAdoption(*corev1.Pod) bool { return false }
+
+func requeueAfterError(q workqueue.TypedRateLimitingInterface[string], key string) {
+	q.AddRateLimited(key)
+}
+
+func skipStatusAfterPodError(error) bool { return false }

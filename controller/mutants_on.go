@@ -5,6 +5,7 @@ package controller
 import (
 	"fmt"
 	"hash/fnv"
+	"k8s.io/client-go/util/workqueue"
 	"os"
 	"slices"
 	"sync"
@@ -44,13 +45,15 @@ const (
 	StopRolloutHalfway   Mutant = "stop-rollout-halfway"    // stops replacing once half the pods are updated
 	NoAdoption           Mutant = "no-adoption"             // creates new pods beside orphans instead of adopting them
 	WrongDesiredCount    Mutant = "wrong-desired-count"     // desiredNumberScheduled counts every node
+	HotLoopOnError       Mutant = "hot-loop-on-error"       // retries a failed sync at once, without backoff
+	NoStatusOnError      Mutant = "no-status-on-error"      // skips the status write when a pod write failed
 )
 
 // Mutants lists every variant.
 func Mutants() []Mutant {
 	return []Mutant{CreateOnNoSchedule, IgnoreNoExecute, KeepAfterLabelChange, SurgeAll,
 		ExceedMaxUnavailable, DoubleCreate, ChurnHealthy, IgnoreNewNodes, RememberDeletedNodes,
-		OldTemplateOnJoin, StopRolloutHalfway, NoAdoption, WrongDesiredCount}
+		OldTemplateOnJoin, StopRolloutHalfway, NoAdoption, WrongDesiredCount, HotLoopOnError, NoStatusOnError}
 }
 
 var mutant = struct {
@@ -324,4 +327,21 @@ func skipAdoption(pod *corev1.Pod) bool {
 	}
 	fault("did not adopt orphan %s/%s", pod.Namespace, pod.Name)
 	return true
+}
+
+func requeueAfterError(q workqueue.TypedRateLimitingInterface[string], key string) {
+	if mutant.name == HotLoopOnError {
+		fault("requeued %s at once after a failed sync", key)
+		q.Add(key)
+		return
+	}
+	q.AddRateLimited(key)
+}
+
+func skipStatusAfterPodError(err error) bool {
+	if mutant.name == NoStatusOnError && err != nil {
+		fault("skipped the status write after: %v", err)
+		return true
+	}
+	return false
 }

@@ -115,9 +115,10 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 	}
 
 	var errs []error
+	var podErr error
 	if satisfied {
-		if err := c.applyPods(ctx, ds, key, hash, p); err != nil {
-			errs = append(errs, err)
+		if podErr = c.applyPods(ctx, ds, key, hash, p); podErr != nil {
+			errs = append(errs, podErr)
 		}
 		// As upstream, old revisions go only when the pods are in sync
 		// with what we last did: a revision a pod uses is never deleted.
@@ -130,8 +131,11 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		// informers have no periodic resync.
 		c.queue.AddAfter(key, left)
 	}
-	if err := c.writeStatus(ctx, ds, p.Status); err != nil {
-		errs = append(errs, err)
+	// The status counts what exists even when pod writes failed.
+	if !skipStatusAfterPodError(podErr) {
+		if err := c.writeStatus(ctx, ds, p.Status); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	c.metrics.setDaemonSetGauges(namespace, name, p.Status.DesiredNumberScheduled, p.Status.UpdatedNumberScheduled, p.Status.NumberAvailable)
 	if p.RequeueAfter > 0 {

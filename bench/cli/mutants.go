@@ -42,6 +42,8 @@ var mutantTargets = []struct {
 	{"stop-rollout-halfway", []string{"rolling-max-unavailable", "bench-rollout"}},
 	{"no-adoption", []string{"many-daemonsets"}},
 	{"wrong-desired-count", []string{"label-churn-ssd", "taint-churn"}},
+	{"hot-loop-on-error", []string{"chaos-reject-creates"}},
+	{"no-status-on-error", []string{"chaos-reject-creates"}},
 }
 
 // mutantCell is one variant on one scenario.
