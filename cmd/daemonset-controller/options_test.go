@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,8 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if o.workers != controller.DefaultWorkers || o.burstReplicas != 0 || !o.leaderElect ||
 		o.bindMode != "scheduler" || o.metricsAddr != ":8080" || o.healthProbeAddr != ":8081" ||
-		o.leaseDuration != 15*time.Second || o.syncDelay != 0 {
+		o.leaseDuration != 15*time.Second || o.syncDelay != 0 ||
+		o.secureMetrics || o.tlsCertFile != "" || o.tlsKeyFile != "" || !slices.Equal(o.alwaysAllowPaths, []string{"/healthz", "/readyz"}) {
 		t.Errorf("defaults = %+v", o)
 	}
 }
@@ -50,6 +52,16 @@ func TestParse(t *testing.T) {
 		{args: []string{"--sync-delay=-1s"}, wantErr: "--sync-delay"},
 		{args: []string{"--expectations-ttl=0"}, wantErr: "--expectations-ttl"},
 		{args: []string{"--concurrent-daemonset-syncs=many"}, wantErr: "concurrent-daemonset-syncs"},
+		{args: []string{"--secure-metrics"}}, // a self-signed certificate
+		{args: []string{"--secure-metrics", "--tls-cert-file=/etc/tls/tls.crt", "--tls-private-key-file=/etc/tls/tls.key"}},
+		{args: []string{"--secure-metrics", "--metrics-bind-address=127.0.0.1:8443", "--authorization-always-allow-paths=/healthz,/debug/*"}},
+		{args: []string{"--secure-metrics", "--authorization-always-allow-paths="}}, // probes need a token too
+		{args: []string{"--secure-metrics", "--tls-cert-file=/etc/tls/tls.crt"}, wantErr: "--tls-private-key-file: must be set with --tls-cert-file"},
+		{args: []string{"--secure-metrics", "--tls-private-key-file=/etc/tls/tls.key"}, wantErr: "--tls-cert-file: must be set with --tls-private-key-file"},
+		{args: []string{"--tls-cert-file=/etc/tls/tls.crt", "--tls-private-key-file=/etc/tls/tls.key"}, wantErr: "--secure-metrics: must be on"},
+		{args: []string{"--secure-metrics", "--metrics-bind-address=0"}, wantErr: "--secure-metrics: needs a --metrics-bind-address"},
+		{args: []string{"--secure-metrics", "--authorization-always-allow-paths=/de*bug"}, wantErr: `--authorization-always-allow-paths: always-allowed path "/de*bug": only a trailing * is allowed`},
+		{args: []string{"--secure-metrics=maybe"}, wantErr: "secure-metrics"},
 		{args: []string{"--no-such-flag"}, wantErr: "no-such-flag"},
 		{args: []string{"extra"}, wantErr: "unexpected arguments"},
 	}
@@ -103,6 +115,18 @@ func TestHelpIsNotAnError(t *testing.T) {
 	if code := execute([]string{"--bind-mode=bogus"}); code != 2 {
 		t.Errorf("exit code for a bad flag = %d, want 2", code)
 	}
+}
+
+// pflag takes a back-quoted word in a usage string as the value's name
+// ("--metrics-bind-address 0"): every flag's help must read as written.
+func TestHelpHasNoBackQuotedValueNames(t *testing.T) {
+	fs := pflag.NewFlagSet("help", pflag.ContinueOnError)
+	newOptions().addFlags(fs)
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if _, usage := pflag.UnquoteUsage(fl); usage != fl.Usage {
+			t.Errorf("--%s: pflag shows its usage as %q, not as written", fl.Name, usage)
+		}
+	})
 }
 
 func TestLeaseNamespace(t *testing.T) {
