@@ -2,13 +2,16 @@ package main
 
 import (
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/dsbench/dsbench/controller"
 )
@@ -75,6 +78,26 @@ func TestParse(t *testing.T) {
 				t.Errorf("parse error = %v, want one naming %s", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestDeploymentArgsParse: the flags deploy/deployment.yaml passes are valid.
+func TestDeploymentArgsParse(t *testing.T) {
+	raw, err := os.ReadFile("../../deploy/deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep appsv1.Deployment
+	if err := yaml.UnmarshalStrict(raw, &dep); err != nil {
+		t.Fatal(err)
+	}
+	args := dep.Spec.Template.Spec.Containers[0].Args
+	o, err := parse(args)
+	if err != nil {
+		t.Fatalf("parse(%q): %v", args, err)
+	}
+	if !o.secureMetrics {
+		t.Errorf("deploy/deployment.yaml does not turn --secure-metrics on")
 	}
 }
 
