@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -81,6 +82,22 @@ func only[T runtime.Object](t *testing.T, objs []runtime.Object) T {
 	return found[0]
 }
 
+// named returns the one T in objs called name.
+func named[T interface {
+	runtime.Object
+	GetName() string
+}](t *testing.T, objs []runtime.Object, name string) T {
+	t.Helper()
+	for _, o := range objs {
+		if v, ok := o.(T); ok && v.GetName() == name {
+			return v
+		}
+	}
+	var zero T
+	t.Fatalf("no %T named %s in deploy/", zero, name)
+	return zero
+}
+
 // rulesGrant reports whether rules grant verb on group/resource.
 func rulesGrant(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
 	for _, r := range rules {
@@ -124,7 +141,8 @@ func TestDeployManifests(t *testing.T) {
 	objs := deployObjects(t)
 	sa := only[*corev1.ServiceAccount](t, objs)
 	ns := only[*corev1.Namespace](t, objs)
-	cr := only[*rbacv1.ClusterRole](t, objs)
+	cr := named[*rbacv1.ClusterRole](t, objs, "dsbench-daemonset-controller")
+	reader := named[*rbacv1.ClusterRole](t, objs, "dsbench-metrics-reader")
 	crb := only[*rbacv1.ClusterRoleBinding](t, objs)
 	role := only[*rbacv1.Role](t, objs)
 	rb := only[*rbacv1.RoleBinding](t, objs)
@@ -141,7 +159,15 @@ func TestDeployManifests(t *testing.T) {
 	})
 
 	t.Run("ClusterRole covers exactly what the controller calls", func(t *testing.T) {
-		checkLeastPrivilege(t, "ClusterRole "+cr.Name, cr.Rules, RequiredClusterPermissions)
+		// With the reviews of --secure-metrics, which the Deployment turns on.
+		perms := slices.Concat(RequiredClusterPermissions, DelegatedAuthPermissions)
+		checkLeastPrivilege(t, "ClusterRole "+cr.Name, cr.Rules, perms)
+	})
+	t.Run("the metrics reader may get /metrics and nothing else", func(t *testing.T) {
+		want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
+		if diff := cmp.Diff(want, reader.Rules); diff != "" {
+			t.Errorf("ClusterRole %s rules (-want +got):\n%s", reader.Name, diff)
+		}
 	})
 	t.Run("Role covers leader election in its namespace", func(t *testing.T) {
 		checkLeastPrivilege(t, "Role "+role.Name, role.Rules, LeaderElectionPermissions)
@@ -173,24 +199,34 @@ func TestDeployManifests(t *testing.T) {
 		if strings.Contains(args, "--leader-elect=false") {
 			t.Error("leader election is off with 2 replicas")
 		}
+		// One port, all TLS: metrics behind the reviews, probes always allowed.
 		ports := map[string]int32{}
 		for _, p := range c.Ports {
 			ports[p.Name] = p.ContainerPort
 		}
-		if ports["metrics"] != 8080 || ports["health"] != 8081 {
-			t.Errorf("ports = %v, want metrics 8080 and health 8081", ports)
+		if len(ports) != 1 || ports["https"] != 8443 {
+			t.Errorf("ports = %v, want https 8443 alone", ports)
 		}
-		if !strings.Contains(args, "--health-probe-bind-address=:8081") || !strings.Contains(args, "--metrics-bind-address=:8080") {
-			t.Errorf("args %q do not bind the declared ports", args)
+		for _, want := range []string{"--secure-metrics=true", "--metrics-bind-address=:8443", "--health-probe-bind-address=0"} {
+			if !slices.Contains(c.Args, want) {
+				t.Errorf("args %q lack %s", args, want)
+			}
+		}
+		if strings.Contains(args, "--authorization-always-allow-paths") {
+			t.Errorf("args %q change the always-allowed paths: the kubelet probes /healthz and /readyz without a token", args)
 		}
 		for _, p := range []struct {
 			name  string
 			probe *corev1.Probe
 			path  string
 		}{{"liveness", c.LivenessProbe, "/healthz"}, {"readiness", c.ReadinessProbe, "/readyz"}} {
-			if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.String() != "health" {
-				t.Errorf("%s probe = %+v, want GET %s on port health", p.name, p.probe, p.path)
+			if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.String() != "https" ||
+				p.probe.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+				t.Errorf("%s probe = %+v, want GET %s on port https over HTTPS", p.name, p.probe, p.path)
 			}
+		}
+		if a := dep.Spec.Template.Annotations; a["prometheus.io/scheme"] != "https" || a["prometheus.io/port"] != "8443" {
+			t.Errorf("scrape annotations %v, want https on 8443", a)
 		}
 		if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 			t.Errorf("resources = %+v, want cpu/memory requests and a memory limit", c.Resources)

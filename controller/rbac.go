@@ -24,6 +24,15 @@ var RequiredClusterPermissions = []Permission{
 	{Group: "", Resource: "events", Verbs: []string{"create", "patch"}},
 }
 
+// DelegatedAuthPermissions are what --secure-metrics needs to check a
+// scraper's token (TokenReview) and access (SubjectAccessReview), as
+// kube-controller-manager's system:auth-delegator binding grants it.
+// deploy/ turns --secure-metrics on, so deploy/clusterrole.yaml grants them.
+var DelegatedAuthPermissions = []Permission{
+	{Group: "authentication.k8s.io", Resource: "tokenreviews", Verbs: []string{"create"}},
+	{Group: "authorization.k8s.io", Resource: "subjectaccessreviews", Verbs: []string{"create"}},
+}
+
 // LeaderElectionPermissions is what the leader election needs in the
 // namespace of its Lease (deploy/role.yaml).
 var LeaderElectionPermissions = []Permission{

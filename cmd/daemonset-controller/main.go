@@ -57,8 +57,30 @@
 //	--metrics-bind-address :8080        /metrics (Prometheus); "0" disables it
 //	--health-probe-bind-address :8081   /healthz (fails only if the leader could
 //	                       not renew its Lease) and /readyz (caches synced, and
-//	                       leading or standing by healthy); "0" disables them
+//	                       leading or standing by healthy), plain HTTP; "0"
+//	                       disables them
 //	--shutdown-grace-period 10s         time the HTTP servers get on shutdown
+//
+// Secure metrics (off by default; deploy/ turns them on), as
+// kube-controller-manager's secure port:
+//
+//	--secure-metrics false serve --metrics-bind-address over HTTPS (TLS 1.2
+//	                       or newer), where /metrics needs a bearer token that a
+//	                       TokenReview authenticates and whose user a
+//	                       SubjectAccessReview allows to get the non-resource URL
+//	                       /metrics: 401 without a valid token, 403 if denied.
+//	                       Answers are cached 10 s each. That port serves
+//	                       /healthz and /readyz too. The service account needs
+//	                       create on tokenreviews and subjectaccessreviews
+//	                       (deploy/clusterrole.yaml); a scraper needs a binding to
+//	                       deploy/metrics-reader-clusterrole.yaml.
+//	--tls-cert-file FILE, --tls-private-key-file FILE
+//	                       PEM certificate and key; both empty: a self-signed
+//	                       certificate generated in memory (the log says so),
+//	                       which scrapers cannot verify
+//	--authorization-always-allow-paths /healthz,/readyz
+//	                       paths served without a token: each a path, or a
+//	                       prefix ending in *
 //
 // Logging: -v N and --vmodule, as klog.
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/dsbench/dsbench/controller"
 	"github.com/dsbench/dsbench/controller/plan"
+	"github.com/dsbench/dsbench/controller/secureserving"
 )
 
 // options are the command-line flags, named like kube-controller-manager's.
@@ -39,6 +41,10 @@ type options struct {
 	retryPeriod       time.Duration
 	metricsAddr       string
 	healthProbeAddr   string
+	secureMetrics     bool
+	tlsCertFile       string
+	tlsKeyFile        string
+	alwaysAllowPaths  []string
 	expectationsTTL   time.Duration
 	shutdownGraceTime time.Duration
 }
@@ -58,6 +64,11 @@ const (
 	defaultHealthAddr  = ":8081"
 )
 
+// defaultAlwaysAllowPaths are the health endpoints that the secure port
+// serves too: the kubelet probes them without a token.
+// kube-controller-manager's default also has /livez, which we do not serve.
+var defaultAlwaysAllowPaths = []string{"/healthz", "/readyz"}
+
 func newOptions() *options {
 	return &options{
 		workers:           controller.DefaultWorkers,
@@ -73,6 +84,7 @@ func newOptions() *options {
 		retryPeriod:       2 * time.Second,
 		metricsAddr:       defaultMetricsAddr,
 		healthProbeAddr:   defaultHealthAddr,
+		alwaysAllowPaths:  slices.Clone(defaultAlwaysAllowPaths),
 		expectationsTTL:   controller.DefaultExpectationsTTL,
 		shutdownGraceTime: 10 * time.Second,
 	}
@@ -101,7 +113,14 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", o.renewDeadline, "How long the leader retries renewing before it gives up leading; less than the lease duration.")
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", o.retryPeriod, "How long to wait between attempts to acquire or renew the Lease.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", o.metricsAddr, `Address of the Prometheus /metrics endpoint; "0" disables it.`)
-	fs.StringVar(&o.healthProbeAddr, "health-probe-bind-address", o.healthProbeAddr, `Address of /healthz and /readyz; "0" disables them.`)
+	fs.StringVar(&o.healthProbeAddr, "health-probe-bind-address", o.healthProbeAddr, `Address of /healthz and /readyz over plain HTTP; "0" disables them.`)
+	fs.BoolVar(&o.secureMetrics, "secure-metrics", o.secureMetrics,
+		"Serve --metrics-bind-address over HTTPS, as kube-controller-manager's secure port: /metrics needs a bearer token that a TokenReview authenticates and whose user a SubjectAccessReview allows to get the non-resource URL /metrics (401 without a valid token, 403 if denied); /healthz and /readyz are served there too. Off: plain HTTP, and /metrics is open to whoever reaches the port.")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", o.tlsCertFile,
+		"PEM certificate (with its chain) for --secure-metrics. Empty, with --tls-private-key-file empty too: a self-signed certificate generated in memory at start-up, which scrapers cannot verify.")
+	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", o.tlsKeyFile, "PEM private key of --tls-cert-file.")
+	fs.StringSliceVar(&o.alwaysAllowPaths, "authorization-always-allow-paths", o.alwaysAllowPaths,
+		"With --secure-metrics, paths served without a token: each a path, or a prefix ending in *.")
 	fs.DurationVar(&o.expectationsTTL, "expectations-ttl", o.expectationsTTL, "How long unobserved creates and deletes hold a DaemonSet back before the controller acts anyway.")
 	fs.DurationVar(&o.shutdownGraceTime, "shutdown-grace-period", o.shutdownGraceTime, "How long HTTP servers get to finish requests on shutdown.")
 	fs.DurationVar(&o.syncDelay, "sync-delay", o.syncDelay, "Testing only: sleep this long in every sync, to check that a bench notices a slow controller.")
@@ -171,7 +190,27 @@ func (o *options) validate() error {
 			bad(a.flag, `must be host:port, :port or "0", got %q`, a.addr)
 		}
 	}
+	o.validateSecureMetrics(bad)
 	return errors.Join(errs...)
+}
+
+// validateSecureMetrics checks the flags of the secure metrics port.
+func (o *options) validateSecureMetrics(bad func(flag, format string, args ...any)) {
+	switch {
+	case o.tlsCertFile != "" && o.tlsKeyFile == "":
+		bad("tls-private-key-file", "must be set with --tls-cert-file")
+	case o.tlsCertFile == "" && o.tlsKeyFile != "":
+		bad("tls-cert-file", "must be set with --tls-private-key-file")
+	}
+	if !o.secureMetrics && (o.tlsCertFile != "" || o.tlsKeyFile != "") {
+		bad("secure-metrics", "must be on for --tls-cert-file and --tls-private-key-file to apply")
+	}
+	if o.secureMetrics && o.metricsAddr == "0" {
+		bad("secure-metrics", `needs a --metrics-bind-address to serve, got "0"`)
+	}
+	if err := secureserving.ValidateAlwaysAllowPaths(o.alwaysAllowPaths); err != nil {
+		bad("authorization-always-allow-paths", "%v", err)
+	}
 }
 
 // leaseNamespaceOrDefault resolves an empty --leader-elect-resource-namespace.

@@ -2,12 +2,16 @@ package main
 
 import (
 	"errors"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/dsbench/dsbench/controller"
 )
@@ -19,7 +23,8 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if o.workers != controller.DefaultWorkers || o.burstReplicas != 0 || !o.leaderElect ||
 		o.bindMode != "scheduler" || o.metricsAddr != ":8080" || o.healthProbeAddr != ":8081" ||
-		o.leaseDuration != 15*time.Second || o.syncDelay != 0 {
+		o.leaseDuration != 15*time.Second || o.syncDelay != 0 ||
+		o.secureMetrics || o.tlsCertFile != "" || o.tlsKeyFile != "" || !slices.Equal(o.alwaysAllowPaths, []string{"/healthz", "/readyz"}) {
 		t.Errorf("defaults = %+v", o)
 	}
 }
@@ -50,6 +55,16 @@ func TestParse(t *testing.T) {
 		{args: []string{"--sync-delay=-1s"}, wantErr: "--sync-delay"},
 		{args: []string{"--expectations-ttl=0"}, wantErr: "--expectations-ttl"},
 		{args: []string{"--concurrent-daemonset-syncs=many"}, wantErr: "concurrent-daemonset-syncs"},
+		{args: []string{"--secure-metrics"}}, // a self-signed certificate
+		{args: []string{"--secure-metrics", "--tls-cert-file=/etc/tls/tls.crt", "--tls-private-key-file=/etc/tls/tls.key"}},
+		{args: []string{"--secure-metrics", "--metrics-bind-address=127.0.0.1:8443", "--authorization-always-allow-paths=/healthz,/debug/*"}},
+		{args: []string{"--secure-metrics", "--authorization-always-allow-paths="}}, // probes need a token too
+		{args: []string{"--secure-metrics", "--tls-cert-file=/etc/tls/tls.crt"}, wantErr: "--tls-private-key-file: must be set with --tls-cert-file"},
+		{args: []string{"--secure-metrics", "--tls-private-key-file=/etc/tls/tls.key"}, wantErr: "--tls-cert-file: must be set with --tls-private-key-file"},
+		{args: []string{"--tls-cert-file=/etc/tls/tls.crt", "--tls-private-key-file=/etc/tls/tls.key"}, wantErr: "--secure-metrics: must be on"},
+		{args: []string{"--secure-metrics", "--metrics-bind-address=0"}, wantErr: "--secure-metrics: needs a --metrics-bind-address"},
+		{args: []string{"--secure-metrics", "--authorization-always-allow-paths=/de*bug"}, wantErr: `--authorization-always-allow-paths: always-allowed path "/de*bug": only a trailing * is allowed`},
+		{args: []string{"--secure-metrics=maybe"}, wantErr: "secure-metrics"},
 		{args: []string{"--no-such-flag"}, wantErr: "no-such-flag"},
 		{args: []string{"extra"}, wantErr: "unexpected arguments"},
 	}
@@ -63,6 +78,26 @@ func TestParse(t *testing.T) {
 				t.Errorf("parse error = %v, want one naming %s", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestDeploymentArgsParse: the flags deploy/deployment.yaml passes are valid.
+func TestDeploymentArgsParse(t *testing.T) {
+	raw, err := os.ReadFile("../../deploy/deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep appsv1.Deployment
+	if err := yaml.UnmarshalStrict(raw, &dep); err != nil {
+		t.Fatal(err)
+	}
+	args := dep.Spec.Template.Spec.Containers[0].Args
+	o, err := parse(args)
+	if err != nil {
+		t.Fatalf("parse(%q): %v", args, err)
+	}
+	if !o.secureMetrics {
+		t.Errorf("deploy/deployment.yaml does not turn --secure-metrics on")
 	}
 }
 
@@ -103,6 +138,18 @@ func TestHelpIsNotAnError(t *testing.T) {
 	if code := execute([]string{"--bind-mode=bogus"}); code != 2 {
 		t.Errorf("exit code for a bad flag = %d, want 2", code)
 	}
+}
+
+// pflag takes a back-quoted word in a usage string as the value's name
+// ("--metrics-bind-address 0"): every flag's help must read as written.
+func TestHelpHasNoBackQuotedValueNames(t *testing.T) {
+	fs := pflag.NewFlagSet("help", pflag.ContinueOnError)
+	newOptions().addFlags(fs)
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if _, usage := pflag.UnquoteUsage(fl); usage != fl.Usage {
+			t.Errorf("--%s: pflag shows its usage as %q, not as written", fl.Name, usage)
+		}
+	})
 }
 
 func TestLeaseNamespace(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 
 	"github.com/dsbench/dsbench/controller"
 	"github.com/dsbench/dsbench/controller/plan"
+	"github.com/dsbench/dsbench/controller/secureserving"
 )
 
 // run builds the clients and the controller, serves metrics and probes, and
@@ -66,13 +69,17 @@ func run(ctx context.Context, o *options) error {
 	}
 	var servers []*http.Server
 	var serveWG sync.WaitGroup
-	serve := func(name, addr string, h http.Handler) error {
+	// serve serves h on addr, over TLS when tlsConf is not nil.
+	serve := func(name, addr string, tlsConf *tls.Config, h http.Handler) error {
 		if addr == "0" {
 			return nil
 		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("listening for %s on %s: %w", name, addr, err)
+		}
+		if tlsConf != nil {
+			ln = tls.NewListener(ln, tlsConf)
 		}
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		servers = append(servers, srv)
@@ -81,13 +88,20 @@ func run(ctx context.Context, o *options) error {
 				cancel(fmt.Errorf("serving %s on %s: %w", name, addr, err))
 			}
 		})
-		logger.Info("Serving", "endpoint", name, "address", ln.Addr().String())
+		logger.Info("Serving", "endpoint", name, "address", ln.Addr().String(), "tls", tlsConf != nil)
 		return nil
 	}
-	if err := serve("metrics", o.metricsAddr, metricsMux(metrics)); err != nil {
+	metricsHandler, metricsTLS := metricsMux(metrics), (*tls.Config)(nil)
+	if o.secureMetrics {
+		metricsHandler, metricsTLS, err = o.secureMetricsServing(logger, restConfig, metrics, c, watchdog)
+		if err != nil {
+			return err
+		}
+	}
+	if err := serve("metrics", o.metricsAddr, metricsTLS, metricsHandler); err != nil {
 		return err
 	}
-	if err := serve("health probes", o.healthProbeAddr, healthMux(c, watchdog)); err != nil {
+	if err := serve("health probes", o.healthProbeAddr, nil, healthMux(c, watchdog)); err != nil {
 		return err
 	}
 	defer func() {
@@ -118,6 +132,72 @@ func run(ctx context.Context, o *options) error {
 		err = cause // a server failed
 	}
 	return err
+}
+
+// secureMetricsServing is what --secure-metrics serves: /metrics, /healthz
+// and /readyz behind the authentication filter, and the TLS configuration.
+func (o *options) secureMetricsServing(logger klog.Logger, restConfig *rest.Config, metrics *controller.Metrics,
+	c *controller.Controller, watchdog *leaderelection.HealthzAdaptor) (http.Handler, *tls.Config, error) {
+	cert, err := o.servingCertificate(logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	// A client of its own, so that reviews never queue behind pod writes in
+	// the controller's rate limiter.
+	authClient, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(restConfig), "delegated-auth"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the delegated authentication client: %w", err)
+	}
+	filter, err := secureserving.NewFilter(secureserving.FilterConfig{
+		Client:           authClient,
+		AlwaysAllowPaths: o.alwaysAllowPaths,
+		Logger:           logger,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics.Handler())
+	health := healthMux(c, watchdog)
+	mux.Handle("/healthz", health)
+	mux.Handle("/readyz", health)
+	return filter.Wrap(mux), secureserving.TLSConfig(cert), nil
+}
+
+// servingCertificate loads --tls-cert-file and --tls-private-key-file, or,
+// when neither is set, generates a self-signed certificate in memory.
+func (o *options) servingCertificate(logger klog.Logger) (tls.Certificate, error) {
+	if o.tlsCertFile != "" {
+		cert, err := secureserving.LoadCertificate(o.tlsCertFile, o.tlsKeyFile)
+		if err != nil {
+			return tls.Certificate{}, fmt.Errorf("--tls-cert-file, --tls-private-key-file: %w", err)
+		}
+		return cert, nil
+	}
+	hostname, _ := os.Hostname()
+	host, alternates := selfSignedNames(o.metricsAddr, hostname)
+	logger.Info("Serving metrics with a self-signed certificate generated in memory; scrapers cannot verify it",
+		"reason", "neither --tls-cert-file nor --tls-private-key-file is set", "host", host, "alternateNames", alternates)
+	return secureserving.SelfSignedCertificate(host, alternates...)
+}
+
+// selfSignedNames are the names a self-signed certificate is valid for:
+// localhost, the loopback address, the host name (the pod's name in a
+// Deployment) and the host of the bind address unless it binds them all.
+func selfSignedNames(bindAddr, hostname string) (host string, alternates []string) {
+	alternates = []string{"127.0.0.1"}
+	add := func(name string) {
+		if name != "" && name != "localhost" && !slices.Contains(alternates, name) {
+			alternates = append(alternates, name)
+		}
+	}
+	add(hostname)
+	if h, _, err := net.SplitHostPort(bindAddr); err == nil {
+		if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+			add(h)
+		}
+	}
+	return "localhost", alternates
 }
 
 // applyClientOptions sets the client-side limits, wire format and user

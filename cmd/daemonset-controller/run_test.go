@@ -2,14 +2,23 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/record"
 
@@ -93,5 +102,116 @@ func TestReadyzBeforeCachesSync(t *testing.T) {
 	healthMux(c, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
 	if rec.Code != http.StatusOK {
 		t.Errorf("/healthz = %d, want 200 (alive while syncing)", rec.Code)
+	}
+}
+
+func TestSelfSignedNames(t *testing.T) {
+	tests := []struct {
+		bindAddr, hostname string
+		want               []string
+	}{
+		{":8443", "controller-7d9f", []string{"127.0.0.1", "controller-7d9f"}},
+		{"0.0.0.0:8443", "controller-7d9f", []string{"127.0.0.1", "controller-7d9f"}},
+		{"[::]:8443", "", []string{"127.0.0.1"}},
+		{"10.0.0.7:8443", "controller-7d9f", []string{"127.0.0.1", "controller-7d9f", "10.0.0.7"}},
+		{"127.0.0.1:8443", "localhost", []string{"127.0.0.1"}},
+		{"metrics.example:8443", "", []string{"127.0.0.1", "metrics.example"}},
+	}
+	for _, tt := range tests {
+		host, alternates := selfSignedNames(tt.bindAddr, tt.hostname)
+		if host != "localhost" || !slices.Equal(alternates, tt.want) {
+			t.Errorf("selfSignedNames(%q, %q) = %q, %q; want localhost, %q", tt.bindAddr, tt.hostname, host, alternates, tt.want)
+		}
+	}
+}
+
+// fakeReviewAPI is an API server that answers only TokenReviews (token
+// "reader" is user "prometheus", "other" is "nobody") and
+// SubjectAccessReviews (prometheus may get /metrics), in JSON only.
+func fakeReviewAPI(t *testing.T) *httptest.Server {
+	t.Helper()
+	reply := func(w http.ResponseWriter, obj any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(obj)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /apis/authentication.k8s.io/v1/tokenreviews", func(w http.ResponseWriter, r *http.Request) {
+		var review authenticationv1.TokenReview
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		users := map[string]string{"reader": "prometheus", "other": "nobody"}
+		if name, ok := users[review.Spec.Token]; ok {
+			review.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: name}}
+		}
+		reply(w, review)
+	})
+	mux.HandleFunc("POST /apis/authorization.k8s.io/v1/subjectaccessreviews", func(w http.ResponseWriter, r *http.Request) {
+		var review authorizationv1.SubjectAccessReview
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		nr := review.Spec.NonResourceAttributes
+		review.Status.Allowed = review.Spec.User == "prometheus" && nr != nil && nr.Verb == "get" && nr.Path == "/metrics"
+		reply(w, review)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestSecureMetricsServing runs what --secure-metrics serves against a fake
+// API server: the health endpoints open, /metrics behind the reviews.
+func TestSecureMetricsServing(t *testing.T) {
+	c, err := controller.NewController(controller.Config{Client: fake.NewClientset(), Recorder: record.NewFakeRecorder(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := parse([]string{"--secure-metrics"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := fakeReviewAPI(t)
+	restConfig := &rest.Config{Host: api.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}
+	h, tlsConf, err := o.secureMetricsServing(testr.New(t), restConfig, controller.NewMetrics(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.TLS = tlsConf
+	srv.StartTLS()
+	defer srv.Close()
+	// The certificate is self-signed: nothing here could verify it.
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+
+	tests := []struct {
+		path, token string
+		wantCode    int
+		wantBody    string
+	}{
+		{path: "/healthz", wantCode: 200, wantBody: "ok"},
+		{path: "/readyz", wantCode: 503, wantBody: "informer caches not synced"}, // served, not refused
+		{path: "/metrics", wantCode: 401},
+		{path: "/metrics", token: "forged", wantCode: 401},
+		{path: "/metrics", token: "other", wantCode: 403, wantBody: `User "nobody" cannot get path "/metrics"`},
+		{path: "/metrics", token: "reader", wantCode: 200, wantBody: "go_goroutines"},
+		{path: "/debug/pprof/", token: "reader", wantCode: 403},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", srv.URL+tt.path, nil)
+		if tt.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tt.token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.wantCode || !strings.Contains(string(body), tt.wantBody) {
+			t.Errorf("GET %s with token %q: %d %.200q, want %d and a body with %q", tt.path, tt.token, resp.StatusCode, body, tt.wantCode, tt.wantBody)
+		}
 	}
 }
