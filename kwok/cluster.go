@@ -48,6 +48,9 @@ type ClusterConfig struct {
 	// DisableScheduler leaves kube-scheduler out, for controllers that bind
 	// pods themselves (--bind-mode=direct).
 	DisableScheduler bool
+	// Audit, if set, turns kube-apiserver's audit log on (see AuditPolicy);
+	// Cluster.AuditLog says where it is written.
+	Audit *AuditConfig
 	// Timeout bounds the whole `up`. 0 means 3 minutes.
 	Timeout time.Duration
 	// Log receives kwokctl's output. nil discards it.
@@ -90,6 +93,11 @@ func (c ClusterConfig) withDefaults() (ClusterConfig, error) {
 	if c.KwokParallelism == 0 {
 		c.KwokParallelism = DefaultKwokParallelism
 	}
+	if c.Audit != nil {
+		if err := c.Audit.validate(); err != nil {
+			return c, err
+		}
+	}
 	if c.Timeout <= 0 {
 		c.Timeout = 3 * time.Minute
 	}
@@ -124,6 +132,22 @@ func (c *Cluster) Kubeconfig() string { return filepath.Join(c.Dir(), "kubeconfi
 
 // LogDir holds the components' logs.
 func (c *Cluster) LogDir() string { return filepath.Join(c.Dir(), "logs") }
+
+// AuditLog is the path of kube-apiserver's audit log (JSON lines of
+// audit.k8s.io/v1 Event), or "" when ClusterConfig.Audit is nil. It lives in
+// the cluster's folder, so Down removes it: read or copy it before.
+func (c *Cluster) AuditLog() string {
+	if c.conf.Audit == nil {
+		return ""
+	}
+	return filepath.Join(c.LogDir(), AuditLogName)
+}
+
+// auditPolicyPath is where the harness writes the policy for kwokctl, which
+// copies it into the cluster's folder.
+func (c *Cluster) auditPolicyPath() string {
+	return filepath.Join(c.conf.Workdir, c.conf.Name+".audit-policy.yaml")
+}
 
 // RESTConfig returns a client config with client-side rate limits off.
 func (c *Cluster) RESTConfig() (*rest.Config, error) {
@@ -209,6 +233,15 @@ func Up(ctx context.Context, conf ClusterConfig) (*Cluster, error) {
 func (c *Cluster) create(ctx context.Context) error {
 	if err := os.MkdirAll(c.conf.Workdir, 0o755); err != nil {
 		return fmt.Errorf("creating workdir: %w", err)
+	}
+	if c.conf.Audit != nil {
+		policy, err := AuditPolicy(*c.conf.Audit)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(c.auditPolicyPath(), policy, 0o644); err != nil {
+			return fmt.Errorf("writing audit policy: %w", err)
+		}
 	}
 	cfgPath := filepath.Join(c.conf.Workdir, c.conf.Name+".kwokctl.yaml")
 	data, err := c.kwokctlConfig()
@@ -310,6 +343,12 @@ func (c *Cluster) kwokctlConfig() ([]byte, error) {
 	if !c.conf.UpstreamDaemonSetController {
 		kcmArgs = append(kcmArgs, configv1alpha1.ExtraArgs{Key: "controllers", Value: "*,-daemonset-controller"})
 	}
+	apiserverArgs := []configv1alpha1.ExtraArgs{{Key: "delete-collection-workers", Value: strconv.Itoa(DeleteCollectionWorkers)}}
+	if c.conf.Audit != nil {
+		// One file for the whole cluster's life: the default rotates at
+		// 100 MB, and a reader of audit.log alone would miss the start.
+		apiserverArgs = append(apiserverArgs, configv1alpha1.ExtraArgs{Key: "audit-log-maxsize", Value: "0"})
+	}
 	b := c.conf.Binaries
 	ctl := configv1alpha1.KwokctlConfiguration{
 		TypeMeta: metav1.TypeMeta{APIVersion: configv1alpha1.GroupVersion.String(), Kind: configv1alpha1.KwokctlConfigurationKind},
@@ -338,11 +377,15 @@ func (c *Cluster) kwokctlConfig() ([]byte, error) {
 			{Name: "kube-controller-manager", ExtraArgs: kcmArgs},
 			// The default of one worker deletes a collection one object
 			// at a time: resetting 2000 pods between runs took 12 s.
-			{Name: "kube-apiserver", ExtraArgs: []configv1alpha1.ExtraArgs{{Key: "delete-collection-workers", Value: strconv.Itoa(DeleteCollectionWorkers)}}},
+			{Name: "kube-apiserver", ExtraArgs: apiserverArgs},
 		},
 	}
 	if c.conf.DisableScheduler {
 		ctl.Options.Disable = []string{"kube-scheduler"}
+	}
+	if c.conf.Audit != nil {
+		// The config file's form of `kwokctl create cluster --kube-audit-policy`.
+		ctl.Options.KubeAuditPolicy = c.auditPolicyPath()
 	}
 	p := uint(c.conf.KwokParallelism)
 	kw := configv1alpha1.KwokConfiguration{
@@ -388,6 +431,7 @@ func (c *Cluster) Down(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("removing %s: %w", c.Dir(), err))
 	}
 	_ = os.Remove(filepath.Join(c.conf.Workdir, c.conf.Name+".kwokctl.yaml"))
+	_ = os.Remove(c.auditPolicyPath())
 	return errors.Join(errs...)
 }
 

@@ -52,6 +52,11 @@
 // Every replica starts its informers at once: a standby keeps a warm cache,
 // reports ready, and takes over without a relist.
 //
+// A replica's identity is its hostname and 8 random hex digits; it is the
+// Lease's holder when leading, and every request carries it in the user
+// agent, "daemonset-controller/<identity>" (".../leader-election" for the
+// Lease's own client), so that an API server audit log tells replicas apart.
+//
 // Endpoints:
 //
 //	--metrics-bind-address :8080        /metrics (Prometheus); "0" disables it

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -120,14 +121,35 @@ func TestApplyClientOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := &rest.Config{}
-			o.applyClientOptions(cfg)
+			o.applyClientOptions(cfg, "node-1_0a1b2c3d")
 			if cfg.QPS != tt.qps || cfg.Burst != tt.burst || cfg.ContentType != tt.contentType {
 				t.Errorf("QPS %v, burst %d, content type %q; want %v, %d, %q", cfg.QPS, cfg.Burst, cfg.ContentType, tt.qps, tt.burst, tt.contentType)
 			}
-			if !strings.HasSuffix(cfg.UserAgent, "/"+controller.ComponentName) {
-				t.Errorf("user agent %q does not end in /%s", cfg.UserAgent, controller.ComponentName)
+			// The audit log tells replicas apart by this; bench/audit parses it.
+			if want := "daemonset-controller/node-1_0a1b2c3d"; cfg.UserAgent != want {
+				t.Errorf("user agent %q, want %q", cfg.UserAgent, want)
 			}
 		})
+	}
+}
+
+// The identity is the hostname and 8 hex digits: no '/' or space, so that it
+// is one segment of the user agent.
+func TestIdentityIsOneUserAgentSegment(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip(err)
+	}
+	a, err := identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := identity()
+	if !regexp.MustCompile(`^`+regexp.QuoteMeta(host)+`_[0-9a-f]{8}$`).MatchString(a) || a == b {
+		t.Errorf("identities %q, %q; want %s_<8 random hex digits>, each new", a, b, host)
+	}
+	if strings.ContainsAny(a, "/ ") {
+		t.Errorf("identity %q has a '/' or a space", a)
 	}
 }
 

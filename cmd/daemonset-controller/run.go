@@ -37,7 +37,13 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return fmt.Errorf("loading client configuration (--kubeconfig %q, --master %q): %w", o.kubeconfig, o.master, err)
 	}
-	o.applyClientOptions(restConfig)
+	// The leader-election identity, known before any client exists so that
+	// every request names its replica.
+	id, err := identity()
+	if err != nil {
+		return err
+	}
+	o.applyClientOptions(restConfig, id)
 	metrics := controller.NewMetrics()
 	restConfig.Wrap(metrics.WrapTransport)
 	client, err := kubernetes.NewForConfig(restConfig)
@@ -122,11 +128,13 @@ func run(ctx context.Context, o *options) error {
 	} else {
 		// A client of its own, so that renewals never queue behind pod
 		// writes in the controller's rate limiter.
-		leClient, lerr := kubernetes.NewForConfig(rest.AddUserAgent(restConfig, "leader-election"))
+		leConfig := rest.CopyConfig(restConfig)
+		leConfig.UserAgent += "/leader-election"
+		leClient, lerr := kubernetes.NewForConfig(leConfig)
 		if lerr != nil {
 			return fmt.Errorf("creating leader election client: %w", lerr)
 		}
-		err = runLeaderElected(ctx, o, leClient, c, watchdog)
+		err = runLeaderElected(ctx, o, id, leClient, c, watchdog)
 	}
 	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause // a server failed
@@ -202,7 +210,7 @@ func selfSignedNames(bindAddr, hostname string) (host string, alternates []strin
 
 // applyClientOptions sets the client-side limits, wire format and user
 // agent of the controller's API client.
-func (o *options) applyClientOptions(cfg *rest.Config) {
+func (o *options) applyClientOptions(cfg *rest.Config, id string) {
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	switch {
 	case o.qps <= 0:
@@ -211,19 +219,20 @@ func (o *options) applyClientOptions(cfg *rest.Config) {
 		cfg.Burst = int(math.Ceil(float64(o.qps)))
 	}
 	cfg.ContentType = o.contentType
-	rest.AddUserAgent(cfg, controller.ComponentName)
+	cfg.UserAgent = userAgent(id)
 }
+
+// userAgent is "daemonset-controller/<identity>": the API server's audit log
+// records no Lease holder at Metadata level, so the user agent is what tells
+// one replica's writes from another's (bench/audit reads it back).
+func userAgent(id string) string { return controller.ComponentName + "/" + id }
 
 // runLeaderElected runs c while holding the Lease. On ctx done the workers
 // stop first and the Lease is released after (ReleaseOnCancel), so that a
 // successor never overlaps with our writes. Losing the Lease is an error:
 // the process exits and restarts as a standby, as kube-controller-manager.
-func runLeaderElected(ctx context.Context, o *options, leClient kubernetes.Interface, c *controller.Controller, watchdog *leaderelection.HealthzAdaptor) error {
+func runLeaderElected(ctx context.Context, o *options, id string, leClient kubernetes.Interface, c *controller.Controller, watchdog *leaderelection.HealthzAdaptor) error {
 	logger := klog.FromContext(ctx)
-	id, err := identity()
-	if err != nil {
-		return err
-	}
 	ns := o.leaseNamespaceOrDefault()
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, ns, o.leaseName,
 		leClient.CoreV1(), leClient.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})

@@ -44,7 +44,8 @@ func TestLeaderElectedRunReleasesLease(t *testing.T) {
 	defer cancel()
 	c.StartInformers(ctx)
 	done := make(chan error, 1)
-	go func() { done <- runLeaderElected(ctx, o, client, c, watchdog) }()
+	const id = "replica-a_00000001"
+	go func() { done <- runLeaderElected(ctx, o, id, client, c, watchdog) }()
 
 	leases := client.CoordinationV1().Leases(o.leaseNamespace)
 	holder := func(ctx context.Context) string {
@@ -58,6 +59,9 @@ func TestLeaderElectedRunReleasesLease(t *testing.T) {
 		return holder(ctx) != "", nil
 	}); err != nil {
 		t.Fatalf("never became leader: %v", err)
+	}
+	if h := holder(ctx); h != id {
+		t.Errorf("Lease holder %q, want the identity %q that the user agent carries", h, id)
 	}
 
 	health := healthMux(c, watchdog)
