@@ -12,7 +12,7 @@ TEST_ENV := DSBENCH_REQUIRE_CLUSTER=1
 TEST_TIMEOUT ?= 35m
 BENCH_FLAGS ?=
 
-.PHONY: help tools build test test-unit bench bench-baseline mutants verify fuzz clean cleanup-test-clusters
+.PHONY: help tools build test test-unit bench bench-baseline bench-chaos mutants verify fuzz clean cleanup-test-clusters
 
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -40,6 +40,11 @@ bench: tools build ## Run the default scenario suite against ours and upstream, 
 
 bench-baseline: tools build ## Re-measure and overwrite bench/baseline.json on purpose.
 	$(CACHE)/dsbench bench --write-baseline bench/baseline.json $(BENCH_FLAGS)
+
+CHAOS_SCENARIOS ?= chaos-kill-storm chaos-reject-creates
+
+bench-chaos: tools build ## Run the fault scenarios (kill storms, refused creates) against ours and upstream; report each fault: injected, survived, violations, recovery, API calls.
+	$(CACHE)/dsbench run --controller ours,upstream $(CHAOS_FLAGS) $(CHAOS_SCENARIOS)
 
 mutants: tools build ## Play each broken variant of our controller on the scenarios that exercise its bug (100 nodes); print which invariant caught it.
 	$(GO) build -tags mutants -o $(CACHE)/daemonset-controller-mutants ./cmd/daemonset-controller

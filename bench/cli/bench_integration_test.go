@@ -186,7 +186,7 @@ steps:
 	return path
 }
 
-// The fast subset of make mutants: three broken variants, each caught on a
+// The fast subset of make mutants: four broken variants, each caught on a
 // real KWOK cluster by the violation kind that names its bug, nothing before
 // its first wrong action. (create-on-noschedule is left to make mutants: at
 // 50 nodes its creates can reach the API after the not-ready taint is
@@ -201,7 +201,7 @@ func TestMutantsCaught(t *testing.T) {
 	out := t.TempDir()
 	// The last --controller-binary wins over clusterArgs' one.
 	cmd := append(append([]string{"mutants"}, args...), "--controller-binary", bin, "--out", out, "--nodes", "50", "--correct=false",
-		"--mutants", "surge-all,churn-healthy,exceed-max-unavailable", "--scenarios", "rolling-max-surge,node-churn,rolling-max-unavailable")
+		"--mutants", "surge-all,churn-healthy,exceed-max-unavailable,hot-loop-on-error", "--scenarios", "rolling-max-surge,node-churn,rolling-max-unavailable,chaos-reject-creates")
 	_, err := runCLI(t, cmd...)
 	if err != nil {
 		t.Fatalf("mutants: %v", err)
@@ -218,7 +218,7 @@ func TestMutantsCaught(t *testing.T) {
 	if err := json.Unmarshal(data, &cells); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"surge-all": "Oversurge", "churn-healthy": "UnrequestedDisruption", "exceed-max-unavailable": "Overunavailable"}
+	want := map[string]string{"surge-all": "Oversurge", "churn-healthy": "UnrequestedDisruption", "exceed-max-unavailable": "Overunavailable", "hot-loop-on-error": "HotLoop"}
 	got := map[string][]string{}
 	for _, c := range cells {
 		got[c.Variant] = append(got[c.Variant], c.Kind)
@@ -233,5 +233,57 @@ func TestMutantsCaught(t *testing.T) {
 		if !slices.Contains(got[v], kind) {
 			t.Errorf("%s: caught by %v, want %s", v, got[v], kind)
 		}
+	}
+}
+
+// The short version of make bench-chaos: each fault scenario once at 30
+// nodes against our controller. Every fault is survived: injected as
+// written, the DaemonSets converged afterwards, no unexpected violation
+// meanwhile, and while creates were refused the controller stayed under the
+// step's bound on API calls a minute.
+func TestChaosFaultsSurvived(t *testing.T) {
+	args := clusterArgs(t)
+	out := t.TempDir()
+	cmd := append([]string{"run", "--out", out, "--nodes", "30", "--repetitions", "1", "--controller", "ours"}, args...)
+	if _, err := runCLI(t, append(cmd, "chaos-kill-storm", "chaos-reject-creates")...); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	dir, r := onlyReport(t, out)
+	want := map[string][]int{"chaos-kill-storm": {20}, "chaos-reject-creates": {1, 1}}
+	for _, run := range r.Runs {
+		if !run.OK() {
+			t.Errorf("%s failed: %s", run.ID(), run.Error)
+		}
+		var injected []int
+		for _, f := range run.Faults {
+			injected = append(injected, f.Injected)
+			if !f.Survived() {
+				t.Errorf("%s: fault %q not survived: %+v", run.ID(), f.Step, f)
+			}
+			if f.APIRequests <= 0 {
+				t.Errorf("%s: fault %q: %d API calls, want the controller's count", run.ID(), f.Step, f.APIRequests)
+			}
+			if f.MaxCallsPerMinute > 0 && f.CallsPerMinute > f.MaxCallsPerMinute {
+				t.Errorf("%s: fault %q: %.0f calls a minute, over its bound %.0f", run.ID(), f.Step, f.CallsPerMinute, f.MaxCallsPerMinute)
+			}
+			if f.StatusError != "" {
+				t.Errorf("%s: fault %q: status while refused: %s", run.ID(), f.Step, f.StatusError)
+			}
+		}
+		if !slices.Equal(injected, want[run.Scenario]) {
+			t.Errorf("%s: injected %v, want %v", run.ID(), injected, want[run.Scenario])
+		}
+		for _, v := range run.Violations {
+			if !v.Expected {
+				t.Errorf("%s: unexpected %s: %s", run.ID(), v.Kind, v.Detail)
+			}
+		}
+	}
+	if len(r.Runs) != 2 {
+		t.Errorf("%d runs, want 2", len(r.Runs))
+	}
+	md, err := os.ReadFile(filepath.Join(dir, reports.MarkdownFile))
+	if err != nil || !strings.Contains(string(md), "## Faults") {
+		t.Errorf("report.md has no Faults section (%v)", err)
 	}
 }
