@@ -23,12 +23,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Component names, as kwokctl names the pid files, the logs and the
-// components in its record of the cluster.
-const (
-	ComponentEtcd          = "etcd"
-	ComponentKubeAPIServer = "kube-apiserver"
-)
+// ComponentKubeAPIServer is kube-apiserver's name in kwokctl's pid files,
+// logs and record of the cluster.
+const ComponentKubeAPIServer = "kube-apiserver"
 
 // recordPath is kwokctl's record of the cluster: its configuration with
 // every component's binary and arguments, as `kwokctl create cluster` wrote
