@@ -328,6 +328,13 @@ func TestDownLeavesNothingAndUpCleansDeadRemains(t *testing.T) {
 	if err := c2.Down(ctx); err != nil {
 		t.Fatal(err)
 	}
+	checkDownLeftNothing(t, c2, pids)
+}
+
+// checkDownLeftNothing fails the test for each of pids that still runs (a
+// zombie does not count) and if the cluster's folder is still there.
+func checkDownLeftNothing(t *testing.T, c *kwok.Cluster, pids []int) {
+	t.Helper()
 	for _, pid := range pids {
 		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
 			if state, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); !strings.Contains(string(state), ") Z") {
@@ -335,8 +342,8 @@ func TestDownLeavesNothingAndUpCleansDeadRemains(t *testing.T) {
 			}
 		}
 	}
-	if _, err := os.Stat(c2.Dir()); !os.IsNotExist(err) {
-		t.Errorf("cluster dir %s still exists after Down (err %v)", c2.Dir(), err)
+	if _, err := os.Stat(c.Dir()); !os.IsNotExist(err) {
+		t.Errorf("cluster dir %s still exists after Down (err %v)", c.Dir(), err)
 	}
 }
 
