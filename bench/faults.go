@@ -29,6 +29,8 @@ func (s *runState) fault(ctx context.Context, st *scenarios.Step) (visibility, e
 	switch f := st.Fault; {
 	case f.KillStorm != nil:
 		rec.Injected, err = s.killStorm(ctx, f.KillStorm, faultRand(s.sc.Seed, st.Index))
+	case f.APIServerRestart != nil:
+		rec.Injected, err = s.apiServerRestart(ctx, f.APIServerRestart)
 	case f.RejectCreates != nil:
 		rec.Injected, err = s.rejectCreates(ctx, f.RejectCreates, &rec.StatusError)
 		rec.MaxCallsPerMinute = f.RejectCreates.MaxCallsPerMinute
@@ -47,6 +49,32 @@ func (s *runState) fault(ctx context.Context, st *scenarios.Step) (visibility, e
 	}
 	s.do(func() { s.core.FaultEnded(rec) })
 	return nil, err
+}
+
+// ClusterFaults are the faults only a local cluster can suffer
+// (kwok.Cluster implements them).
+type ClusterFaults interface {
+	RestartAPIServer(ctx context.Context, downtime time.Duration) error
+	CompactEtcd(ctx context.Context) (revision int64, err error)
+}
+
+// apiServerRestart compacts etcd if asked, then restarts the API server.
+func (s *runState) apiServerRestart(ctx context.Context, a *scenarios.APIServerRestart) (int, error) {
+	cf := s.r.conf.ClusterFaults
+	if cf == nil {
+		return 0, fmt.Errorf("apiServerRestart needs a local KWOK cluster, not --kubeconfig")
+	}
+	if a.Compact {
+		rev, err := cf.CompactEtcd(ctx)
+		if err != nil {
+			return 0, err
+		}
+		s.progress("etcd compacted to revision %d", rev)
+	}
+	if err := cf.RestartAPIServer(ctx, a.Downtime.Duration); err != nil {
+		return 0, err
+	}
+	return 1, nil
 }
 
 // faultRand is the fault's own random source: the same seed and step draw

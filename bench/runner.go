@@ -39,6 +39,9 @@ type Config struct {
 	// reset and whose pod stages it may change. On any other cluster the
 	// runner touches only what the scenario creates.
 	OwnsCluster bool
+	// ClusterFaults restarts the API server and compacts etcd for fault
+	// steps; nil on a cluster not ours, where those steps fail.
+	ClusterFaults ClusterFaults
 	// Controller is the template for the controller under test; Which and
 	// Binary are set per run from Binaries.
 	Controller ControllerConfig

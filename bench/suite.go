@@ -57,6 +57,9 @@ type SuiteConfig struct {
 	REST        *rest.Config
 	Kubeconfig  string
 	OwnsCluster bool
+	// ClusterFaults restarts the local cluster's API server and compacts
+	// its etcd for fault steps; nil on a cluster not ours.
+	ClusterFaults ClusterFaults
 	// Kwok is the local cluster's setup for the report; nil on a cluster
 	// not ours.
 	Kwok *reports.KwokParams
@@ -101,7 +104,7 @@ func RunSuite(ctx context.Context, conf SuiteConfig) (*SuiteResult, error) {
 		return nil, fmt.Errorf("creating %s: %w", out, err)
 	}
 	runner, err := NewRunner(Config{
-		REST: conf.REST, Kubeconfig: conf.Kubeconfig, OwnsCluster: conf.OwnsCluster, Controller: conf.Controller,
+		REST: conf.REST, Kubeconfig: conf.Kubeconfig, OwnsCluster: conf.OwnsCluster, ClusterFaults: conf.ClusterFaults, Controller: conf.Controller,
 		Binaries: conf.Binaries, Nodes: conf.Nodes, LogDir: filepath.Join(out, "logs"), Progress: conf.Progress,
 		JournalDir: conf.JournalDir,
 	})

@@ -246,7 +246,7 @@ func copySteps(steps []Step) []Step {
 		st.Controller = clonePtr(st.Controller)
 		if st.Fault != nil {
 			f := *st.Fault
-			f.KillStorm, f.RejectCreates = clonePtr(f.KillStorm), clonePtr(f.RejectCreates)
+			f.KillStorm, f.RejectCreates, f.APIServerRestart = clonePtr(f.KillStorm), clonePtr(f.RejectCreates), clonePtr(f.APIServerRestart)
 			st.Fault = &f
 		}
 		st.Pause = clonePtr(st.Pause)

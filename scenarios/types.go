@@ -481,8 +481,9 @@ type ControllerStep struct {
 // meanwhile, and how long the DaemonSets took to converge once it ended.
 // Exactly one of its fields is set.
 type FaultStep struct {
-	KillStorm     *KillStorm     `json:"killStorm,omitempty"`
-	RejectCreates *RejectCreates `json:"rejectCreates,omitempty"`
+	KillStorm        *KillStorm        `json:"killStorm,omitempty"`
+	RejectCreates    *RejectCreates    `json:"rejectCreates,omitempty"`
+	APIServerRestart *APIServerRestart `json:"apiServerRestart,omitempty"`
 }
 
 // FaultKind names the fault of a fault step; it is the YAML key that holds it.
@@ -490,8 +491,9 @@ type FaultKind string
 
 // The fault kinds.
 const (
-	FaultKillStorm     FaultKind = "killStorm"
-	FaultRejectCreates FaultKind = "rejectCreates"
+	FaultKillStorm        FaultKind = "killStorm"
+	FaultRejectCreates    FaultKind = "rejectCreates"
+	FaultAPIServerRestart FaultKind = "apiServerRestart"
 )
 
 // Kinds returns the fault kinds that are set; a valid step has exactly one.
@@ -502,6 +504,9 @@ func (f *FaultStep) Kinds() []FaultKind {
 	}
 	if f.RejectCreates != nil {
 		out = append(out, FaultRejectCreates)
+	}
+	if f.APIServerRestart != nil {
+		out = append(out, FaultAPIServerRestart)
 	}
 	return out
 }
@@ -540,6 +545,16 @@ type RejectCreates struct {
 	Pods              int      `json:"pods"`
 	For               Duration `json:"for"`
 	MaxCallsPerMinute float64  `json:"maxCallsPerMinute,omitempty"`
+}
+
+// APIServerRestart kills the local KWOK cluster's kube-apiserver and starts
+// it again after Downtime. With Compact, etcd is first compacted to its
+// current revision, so that watches resuming from before the restart get
+// "resource version too old" and must list again (the controller's and the
+// harness's alike). It needs a local cluster (not --kubeconfig).
+type APIServerRestart struct {
+	Downtime Duration `json:"downtime,omitzero"`
+	Compact  bool     `json:"compact,omitempty"`
 }
 
 // DefaultWaitTimeout is a waitConverged timeout that was left out.

@@ -632,7 +632,7 @@ func branchTouchesController(steps []Step) bool {
 func (v *validator) fault(f *FaultStep, kpath string, st *simState) {
 	switch ks := f.Kinds(); len(ks) {
 	case 0:
-		v.errorf(kpath, "a fault step needs one fault: killStorm or rejectCreates")
+		v.errorf(kpath, "a fault step needs one fault: killStorm, rejectCreates or apiServerRestart")
 		return
 	case 1:
 	default:
@@ -657,6 +657,9 @@ func (v *validator) fault(f *FaultStep, kpath string, st *simState) {
 		if !st.controllerUp {
 			v.errorf(path, "the controller is killed at this point: start it first")
 		}
+	}
+	if a := f.APIServerRestart; a != nil && a.Downtime.Duration < 0 {
+		v.errorf(joinPath(joinPath(kpath, "apiServerRestart"), "downtime"), "downtime must not be negative")
 	}
 	if r := f.RejectCreates; r != nil {
 		path := joinPath(kpath, "rejectCreates")

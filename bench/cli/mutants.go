@@ -228,7 +228,8 @@ func runMutants(ctx context.Context, env Env, args []string) error {
 	if _, err := os.Stat(bin); err != nil {
 		return fmt.Errorf("the mutants build %s: %w (run `make mutants`, which builds it with -tags mutants)", bin, err)
 	}
-	kubeconfig, cfg, owns, down, err := openCluster(ctx, env, &f)
+	kubeconfig, cfg, cluster, down, err := openCluster(ctx, env, &f)
+	owns := cluster != nil
 	if err != nil {
 		return err
 	}
@@ -258,7 +259,7 @@ func runMutants(ctx context.Context, env Env, args []string) error {
 			ctrl.Env = []string{"DSBENCH_MUTANT=" + c.variant, "DSBENCH_MUTANT_FAULTS=" + faults}
 		}
 		runner, err := bench.NewRunner(bench.Config{
-			REST: cfg, Kubeconfig: kubeconfig, OwnsCluster: owns, Controller: ctrl,
+			REST: cfg, Kubeconfig: kubeconfig, OwnsCluster: owns, ClusterFaults: clusterFaults(cluster), Controller: ctrl,
 			Binaries: map[bench.Controller]string{bench.Ours: bin},
 			Nodes:    f.nodes, LogDir: filepath.Join(out, "logs", c.variant), Progress: progress,
 			StopAtViolation: c.variant != correctVariant,

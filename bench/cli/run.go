@@ -207,10 +207,11 @@ func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func
 		return fmt.Errorf("our controller binary %s: %w (run `make build`)", ours, err)
 	}
 
-	kubeconfig, cfg, owns, down, err := openCluster(ctx, env, f)
+	kubeconfig, cfg, cluster, down, err := openCluster(ctx, env, f)
 	if err != nil {
 		return err
 	}
+	owns := cluster != nil
 	defer down()
 	interactive := false
 	if file, ok := env.Stderr.(*os.File); ok && os.Getenv("CI") == "" {
@@ -224,7 +225,7 @@ func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func
 		Scenarios: scs, Controllers: which, Nodes: f.nodes, Repetitions: f.reps, Interleave: f.interleave,
 		Controller: ctrl, Binaries: map[bench.Controller]string{bench.Ours: ours, bench.Upstream: bins.Path(kwok.BinKubeControllerManager)},
 		FloorInFlight: f.floorInFlight, FloorQPS: f.floorQPS,
-		REST: cfg, Kubeconfig: kubeconfig, OwnsCluster: owns,
+		REST: cfg, Kubeconfig: kubeconfig, OwnsCluster: owns, ClusterFaults: clusterFaults(cluster),
 		OutBase: f.outBase, Baseline: f.baseline, JournalDir: f.record,
 		Progress: bench.NewProgress(env.Stderr, interactive),
 		RunDone: func(run reports.Run) {
@@ -257,33 +258,35 @@ func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func
 // --kubeconfig, or of the local KWOK cluster, brought up when none runs;
 // down tears down what it brought up (unless --keep-cluster) and must always
 // be called.
-func openCluster(ctx context.Context, env Env, f *runFlags) (kubeconfig string, cfg *rest.Config, owns bool, down func(), err error) {
-	kubeconfig, owns, down, err = bringUp(ctx, env, f)
+func openCluster(ctx context.Context, env Env, f *runFlags) (kubeconfig string, cfg *rest.Config, cluster *kwok.Cluster, down func(), err error) {
+	kubeconfig, cluster, down, err = bringUp(ctx, env, f)
 	if err != nil {
-		return "", nil, false, down, err
+		return "", nil, nil, down, err
 	}
 	if cfg, err = kwok.LoadRESTConfig(kubeconfig); err != nil {
 		down() // the caller gets an error and will not
-		return "", nil, false, func() {}, err
+		return "", nil, nil, func() {}, err
 	}
-	return kubeconfig, cfg, owns, down, nil
+	return kubeconfig, cfg, cluster, down, nil
 }
 
-func bringUp(ctx context.Context, env Env, f *runFlags) (kubeconfig string, owns bool, down func(), err error) {
+// bringUp returns the local KWOK cluster it brought up or found running,
+// or a nil cluster when --kubeconfig names someone else's.
+func bringUp(ctx context.Context, env Env, f *runFlags) (kubeconfig string, cluster *kwok.Cluster, down func(), err error) {
 	down = func() {}
 	if f.cluster.kubeconfig != "" {
-		return f.cluster.kubeconfig, false, down, nil
+		return f.cluster.kubeconfig, nil, down, nil
 	}
 	conf := f.cluster.config(env)
 	c, err := kwok.Open(conf)
 	if err != nil {
-		return "", false, down, err
+		return "", nil, down, err
 	}
 	if len(c.LivePIDs()) == 0 {
 		fmt.Fprintf(env.Stderr, "bringing up KWOK cluster %q\n", conf.Name)
 		c, err = kwok.Up(ctx, conf)
 		if err != nil {
-			return "", false, down, err
+			return "", nil, down, err
 		}
 		if !f.keep {
 			down = func() {
@@ -297,7 +300,7 @@ func bringUp(ctx context.Context, env Env, f *runFlags) (kubeconfig string, owns
 	} else {
 		fmt.Fprintf(env.Stderr, "reusing running KWOK cluster %q\n", conf.Name)
 	}
-	return c.Kubeconfig(), true, down, nil
+	return c.Kubeconfig(), c, down, nil
 }
 
 func errSuffix(e string) string {
@@ -305,4 +308,12 @@ func errSuffix(e string) string {
 		return ""
 	}
 	return ": " + e
+}
+
+// clusterFaults is the local cluster as the faults that need one see it.
+func clusterFaults(c *kwok.Cluster) bench.ClusterFaults {
+	if c == nil {
+		return nil
+	}
+	return c
 }

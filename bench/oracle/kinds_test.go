@@ -10,9 +10,10 @@ import (
 
 // Every oracle kind has a family a scenario can expect, and every kind a
 // scenario can expect is produced: by the oracle, or by the runner itself
-// (a barrier's timeout, a step's failed API call).
+// (a barrier's timeout, a step's failed API call, a fault step's bound on
+// API calls: bench.Core.FaultEnded).
 func TestKindFamilies(t *testing.T) {
-	produced := map[scenarios.ViolationKind]bool{scenarios.NotConverged: true, scenarios.StepFailed: true}
+	produced := map[scenarios.ViolationKind]bool{scenarios.NotConverged: true, scenarios.StepFailed: true, scenarios.HotLoop: true}
 	for _, k := range oracle.Kinds() {
 		f := k.Family()
 		if !slices.Contains(scenarios.ViolationKinds(), f) {
