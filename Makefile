@@ -41,7 +41,7 @@ bench: tools build ## Run the default scenario suite against ours and upstream, 
 bench-baseline: tools build ## Re-measure and overwrite bench/baseline.json on purpose.
 	$(CACHE)/dsbench bench --write-baseline bench/baseline.json $(BENCH_FLAGS)
 
-CHAOS_SCENARIOS ?= chaos-kill-storm chaos-reject-creates
+CHAOS_SCENARIOS ?= chaos-kill-storm chaos-reject-creates chaos-apiserver-restart
 
 bench-chaos: tools build ## Run the fault scenarios (kill storms, refused creates) against ours and upstream; report each fault: injected, survived, violations, recovery, API calls.
 	$(CACHE)/dsbench run --controller ours,upstream $(CHAOS_FLAGS) $(CHAOS_SCENARIOS)

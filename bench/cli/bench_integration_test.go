@@ -245,11 +245,11 @@ func TestChaosFaultsSurvived(t *testing.T) {
 	args := clusterArgs(t)
 	out := t.TempDir()
 	cmd := append([]string{"run", "--out", out, "--nodes", "30", "--repetitions", "1", "--controller", "ours"}, args...)
-	if _, err := runCLI(t, append(cmd, "chaos-kill-storm", "chaos-reject-creates")...); err != nil {
+	if _, err := runCLI(t, append(cmd, "chaos-kill-storm", "chaos-reject-creates", "chaos-apiserver-restart")...); err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	dir, r := onlyReport(t, out)
-	want := map[string][]int{"chaos-kill-storm": {20}, "chaos-reject-creates": {1, 1}}
+	want := map[string][]int{"chaos-kill-storm": {20}, "chaos-reject-creates": {1, 1}, "chaos-apiserver-restart": {1}}
 	for _, run := range r.Runs {
 		if !run.OK() {
 			t.Errorf("%s failed: %s", run.ID(), run.Error)
@@ -279,8 +279,14 @@ func TestChaosFaultsSurvived(t *testing.T) {
 			}
 		}
 	}
-	if len(r.Runs) != 2 {
-		t.Errorf("%d runs, want 2", len(r.Runs))
+	if len(r.Runs) != 3 {
+		t.Errorf("%d runs, want 3", len(r.Runs))
+	}
+	// The restart shows in the harness's own figures: its watches relisted.
+	for _, run := range r.Runs {
+		if run.Scenario == "chaos-apiserver-restart" && (run.Harness == nil || run.Harness.Relists == 0) {
+			t.Errorf("%s: harness %+v, want the watch gap of the restart counted", run.ID(), run.Harness)
+		}
 	}
 	md, err := os.ReadFile(filepath.Join(dir, reports.MarkdownFile))
 	if err != nil || !strings.Contains(string(md), "## Faults") {
