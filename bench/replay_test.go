@@ -316,3 +316,22 @@ func TestJournalRecorderLeavesNoTemporaries(t *testing.T) {
 		t.Errorf("ReplayFile = %v, %v; want no violations", vs, err)
 	}
 }
+
+// A journal of the correct controller on cordon-notready (make mutants,
+// 2026-11-24) whose live run reported a StatusMismatch of 0.4 ms: the
+// controller's status write, counting a node that had just become
+// must-run again, reached the oracle before that node's change did (two
+// watch streams), and the node event, earlier in etcd's order, closed it.
+// The oracle now retracts such an episode; the replay must find nothing.
+func TestStatusWriteAheadOfTheOracleIsRetracted(t *testing.T) {
+	h, vs, err := ReplayFile(filepath.Join("testdata", "regressions", "status-write-ahead-of-node-event.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Violations) != 1 || h.Violations[0].Kind != oracle.StatusMismatch {
+		t.Fatalf("the journal's live verdict is %+v, want the one StatusMismatch this test is about", h.Violations)
+	}
+	if len(vs) != 0 {
+		t.Errorf("replay found %+v, want nothing: the status write was ahead of the oracle, not wrong", vs)
+	}
+}

@@ -286,7 +286,11 @@ func (c *Checker) checkStatus(s *dsState, now time.Time) {
 	if s.converged && !now.Before(s.statusDue(c.cfg.StatusLag)) {
 		why = s.statusDiff()
 	}
-	c.episode(k, why != "", now, func(x *Violation) {
+	// Retractable as the limit kinds are: the status write that opens an
+	// episode can reach the oracle before the node or pod change it already
+	// counted (separate watch streams); an episode that a lower-versioned
+	// event closes was never a disagreement in etcd's order.
+	c.limitEpisode(k, s, why != "", now, func(x *Violation) {
 		if x.Detail == "" {
 			x.Detail = why
 		}

@@ -270,7 +270,7 @@ func NewChecker(cfg Config) *Checker {
 	}
 }
 
-// Retracted counts limit episodes withdrawn because the event that ended
+// Retracted counts limit and status episodes withdrawn because the event that ended
 // them came first in etcd's order (see limitEpisode).
 func (c *Checker) Retracted() int { return c.retracted }
 
@@ -889,7 +889,7 @@ type limitOpening struct {
 }
 
 // limitEpisode is episode for Overunavailable and Oversurge, which count
-// disruptions over all of a DaemonSet's nodes. Pod and node events arrive
+// disruptions over all of a DaemonSet's nodes, and for StatusMismatch. Pod and node events arrive
 // on separate watch streams, so the oracle can see a controller's deletion
 // before the node change that caused it (a label that made the node
 // ineligible: its pods go, correctly). When the event that ends an episode
@@ -910,6 +910,7 @@ func (c *Checker) limitEpisode(k episodeKey, s *dsState, on bool, t time.Time, f
 		delete(c.limitOpen, k)
 		if lo.rv != 0 && c.eventRV != 0 && c.eventRV < lo.rv {
 			delete(c.open, k)
+			delete(c.atOnce, k)
 			c.retracted++
 			if r := s.rollout; r != nil && lo.hadRollout {
 				r.PeakUnavailable, r.AllowedAtPeak = lo.peak, lo.allowed
