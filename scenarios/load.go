@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
@@ -237,16 +238,83 @@ func (l *loader) parse(name string, data []byte, path string, lines ...[]int) ([
 		}
 	}
 	if err != nil {
+		n, msg := yamlErrorLine(data, err)
 		pos := Position{File: name}
-		msg := strings.TrimPrefix(err.Error(), "yaml: ")
-		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-			n, _ := strconv.Atoi(m[1])
+		if n > 0 {
 			pos.Line = mapLine(lineMap, n)
-			msg = m[2]
 		}
 		l.is.errorf(pos, path, "invalid YAML: %s", msg)
 	}
 	return docs, lineMap
+}
+
+// yamlParserErrors are the messages of yaml.v3's parser (not its scanner):
+// it reports them with the 0-based line of where it was parsing.
+var yamlParserErrors = map[string]bool{
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected <document start>": true,
+	"did not find expected <stream-start>":   true,
+	"did not find expected key":              true,
+	"did not find expected node content":     true,
+	"found duplicate %TAG directive":         true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found undefined tag handle":             true,
+}
+
+var unknownAnchorRE = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+
+// yamlErrorLine returns the 1-based line of a yaml.v3 parse error in data
+// (0 when it cannot be told) and its message. yaml.v3 leaves the line out
+// when it is the first, gives its parser's errors 0-based, and gives none
+// for bad characters or unknown anchors.
+func yamlErrorLine(data []byte, err error) (int, string) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	n := 0
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		n, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	switch {
+	case yamlParserErrors[msg]:
+		return n + 1, msg
+	case n > 0:
+		return n, msg
+	case msg == "control characters are not allowed" || strings.Contains(msg, "UTF-8") || msg == "invalid Unicode character":
+		return badCharLine(data), msg
+	case unknownAnchorRE.MatchString(msg):
+		alias := "*" + unknownAnchorRE.FindStringSubmatch(msg)[1]
+		for i, line := range bytes.Split(data, []byte("\n")) {
+			if bytes.Contains(line, []byte(alias)) {
+				return i + 1, msg
+			}
+		}
+		return 0, msg
+	case strings.HasPrefix(msg, "parser failed") || strings.HasPrefix(msg, "input error") || strings.Contains(msg, "UTF-16") || strings.Contains(msg, "surrogate"):
+		return 0, msg
+	}
+	return 1, msg // a scanner error on the first line
+}
+
+// badCharLine finds the first character yaml.v3 refuses in UTF-8 data:
+// invalid UTF-8, or a control character other than tab and line breaks.
+func badCharLine(data []byte) int {
+	line := 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		ok := r == '\t' || r == '\n' || r == '\r' || r >= 0x20 && r <= 0x7e || r == 0x85 ||
+			r >= 0xa0 && r <= 0xd7ff || r >= 0xe000 && r <= 0xfffd || r >= 0x10000 && r <= 0x10ffff
+		if r == utf8.RuneError && size <= 1 || !ok {
+			return line
+		}
+		if r == '\n' {
+			line++
+		}
+		i += size
+	}
+	return 0
 }
 
 func mapLine(lines []int, n int) int {
