@@ -513,6 +513,12 @@ func TestYAMLErrorLines(t *testing.T) {
 		{"invalid UTF-8", "x: 1\n\ny: \xff\n", 3},
 		{"unknown anchor", "x: 1\ny: *nowhere\n", 2},
 		{"unknown directive", "x: 1\n---\n%FOO\n---\n", 3},
+		{"error at the end of the input", "a: [1, 2", 1},
+		// yaml.v3 also breaks lines at a lone CR, NEL, LS and PS; messages
+		// count LF, as editors and grep -n do.
+		{"after a lone CR", "a: 1\rb: 2\nc: [1\n", 2},
+		{"after a NEL in a comment", "# x\u0085y\nb: \x01\n", 2},
+		{"after a line separator", "a: 'x\u2028y'\nb: 'open\n", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := ParseManifest("m.yaml", []byte(tc.data), nil)
@@ -525,5 +531,23 @@ func TestYAMLErrorLines(t *testing.T) {
 				t.Errorf("got %v, want invalid YAML at line %d", e, tc.line)
 			}
 		})
+	}
+}
+
+// Field errors count lines as the syntax errors do, past lone CRs too.
+func TestFieldErrorLinesAfterLoneCR(t *testing.T) {
+	data := "apiVersion: apps/v1\rkind: DaemonSet\rmetadata: {name: a}\nspec: {bogus: 1}\n"
+	_, _, err := ParseManifest("m.yaml", []byte(data), nil)
+	verr, ok := errors.AsType[*ValidationError](err)
+	if !ok {
+		t.Fatalf("ParseManifest: %v, want a *ValidationError", err)
+	}
+	for _, e := range verr.Errors {
+		if e.Path == "documents[0].spec.bogus" && e.Pos.Line != 2 {
+			t.Errorf("got %v, want line 2", e)
+		}
+	}
+	if !strings.Contains(err.Error(), "m.yaml:2:8: documents[0].spec.bogus") {
+		t.Errorf("error does not name line 2 for spec.bogus:\n%v", err)
 	}
 }
