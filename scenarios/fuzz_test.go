@@ -47,7 +47,7 @@ func FuzzLoad(f *testing.F) {
 		}
 		checkWarnings(t, warns)
 		if err != nil {
-			checkErrors(t, err, nil)
+			checkErrors(t, err, map[string][]byte{name: data}, "")
 			return
 		}
 		if _, err := Validate(s); err != nil {
@@ -98,7 +98,7 @@ func FuzzManifest(f *testing.F) {
 		}
 		checkWarnings(t, warns)
 		if err != nil {
-			checkErrors(t, err, files)
+			checkErrors(t, err, files, "workloads[0]")
 			return
 		}
 		if len(s.DaemonSets()) == 0 {
@@ -117,10 +117,11 @@ func FuzzManifest(f *testing.F) {
 }
 
 // checkErrors checks the shape of a loading error: a *ValidationError whose
-// every entry has a message and a file. When files is given, each entry names
-// one of them, a field under the workload, and a line within the file unless
-// the bytes themselves cannot be read as text.
-func checkErrors(t *testing.T, err error, files map[string][]byte) {
+// every entry has a message and a file, a line within that file when it is
+// one of files, and a line for invalid YAML unless the bytes cannot be read
+// as text at all. With a path prefix, every entry must concern a field under
+// it and name one of files and a line: the input is all there is to blame.
+func checkErrors(t *testing.T, err error, files map[string][]byte, prefix string) {
 	t.Helper()
 	verr, ok := errors.AsType[*ValidationError](err)
 	if !ok {
@@ -137,20 +138,23 @@ func checkErrors(t *testing.T, err error, files map[string][]byte) {
 			t.Errorf("error names no file: %v", e)
 		case e.Pos.Line == 0 && e.Pos.Column != 0:
 			t.Errorf("error has a column but no line: %v", e)
+		case e.Pos.Line == 0 && strings.HasPrefix(e.Message, "invalid YAML") && !unreadable(e.Message):
+			t.Errorf("syntax error names no line: %v", e)
 		}
-		if files == nil {
+		data, known := files[e.Pos.File]
+		if known && e.Pos.Line > lineCount(data) {
+			t.Errorf("error names line %d of a file of %d lines: %v", e.Pos.Line, lineCount(data), e)
+		}
+		if prefix == "" {
 			continue
 		}
-		data, ok := files[e.Pos.File]
 		switch {
-		case !ok:
+		case !known:
 			t.Errorf("error names %q, not a file the scenario reads: %v", e.Pos.File, e)
-		case !strings.HasPrefix(e.Path, "workloads[0]"):
-			t.Errorf("error about the manifest is not filed under its workload: %v", e)
+		case !strings.HasPrefix(e.Path, prefix):
+			t.Errorf("error is not filed under %s: %v", prefix, e)
 		case e.Pos.Line == 0 && !unreadable(e.Message):
 			t.Errorf("error names no line: %v", e)
-		case e.Pos.Line > lineCount(data):
-			t.Errorf("error names line %d of a file of %d lines: %v", e.Pos.Line, lineCount(data), e)
 		}
 	}
 }
