@@ -512,6 +512,8 @@ func TestYAMLErrorLines(t *testing.T) {
 		{"control character", "x: 1\ny: \x01\n", 2},
 		{"invalid UTF-8", "x: 1\n\ny: \xff\n", 3},
 		{"unknown anchor", "x: 1\ny: *nowhere\n", 2},
+		{"tag escape not UTF-8", "!%80", 1}, // found by FuzzLoad
+		{"tag escape not UTF-8, later", "a: 1\nb: !%80 x\n", 2},
 		{"unknown directive", "x: 1\n---\n%FOO\n---\n", 3},
 		{"error at the end of the input", "a: [1, 2", 1},
 		// yaml.v3 also breaks lines at a lone CR, NEL, LS and PS; messages

@@ -266,6 +266,18 @@ var yamlParserErrors = map[string]bool{
 	"found undefined tag handle":             true,
 }
 
+// yamlReaderErrors are about bytes that are not text (UTF-8 input; UTF-16
+// has its own): yaml.v3 gives no line for them. A tag's %-escape that is
+// not UTF-8 is a scanner error, with a line.
+var yamlReaderErrors = map[string]bool{
+	"control characters are not allowed": true,
+	"invalid leading UTF-8 octet":        true,
+	"incomplete UTF-8 octet sequence":    true,
+	"invalid trailing UTF-8 octet":       true,
+	"invalid length of a UTF-8 sequence": true,
+	"invalid Unicode character":          true,
+}
+
 var unknownAnchorRE = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
 
 // yamlErrorLine returns the line (as yaml.v3 counts them, 1-based; 0 when it
@@ -284,7 +296,7 @@ func yamlErrorLine(data []byte, err error) (int, string) {
 		return n + 1, msg
 	case n > 0:
 		return n, msg
-	case msg == "control characters are not allowed" || strings.Contains(msg, "UTF-8") || msg == "invalid Unicode character":
+	case yamlReaderErrors[msg]:
 		return badCharLine(data), msg
 	case unknownAnchorRE.MatchString(msg):
 		alias := []byte("*" + unknownAnchorRE.FindStringSubmatch(msg)[1])
