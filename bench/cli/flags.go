@@ -132,7 +132,7 @@ func (f *clusterFlags) validate(e *flagErrors) {
 // withKubeconfig rejects flags that only shape a local KWOK cluster when
 // --kubeconfig names another one.
 func withKubeconfig(fs *pflag.FlagSet, e *flagErrors) {
-	if !fs.Changed("kubeconfig") {
+	if !fs.Changed("kubeconfig") || fs.Lookup("kubeconfig").Value.String() == "" {
 		return
 	}
 	for _, flag := range []string{"keep-cluster", "apiserver-port", "kwok-parallelism", "upstream-daemonset-controller"} {
