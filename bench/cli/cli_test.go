@@ -35,8 +35,8 @@ func TestBadCommandLines(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := Main(t.Context(), isolatedEnv(t), tt.args)
-			if err == nil {
-				t.Fatalf("Main(%q) succeeded, want an error", tt.args)
+			if !errors.Is(err, ErrUsage) {
+				t.Fatalf("Main(%q) = %v, want a usage error", tt.args, err)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
