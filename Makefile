@@ -57,11 +57,15 @@ verify: ## gofmt, go vet, and go mod tidy leaving no diff.
 	  if ! git diff --quiet -- go.mod go.sum; then echo "go mod tidy changed go.mod/go.sum"; git diff -- go.mod go.sum | head -40; \
 	  cp /tmp/dsbench-go.mod.bak go.mod; cp /tmp/dsbench-go.sum.bak go.sum; exit 1; fi
 
-fuzz: ## Fuzz the planner, the scenario decoder and the oracle, and the audit log check, for FUZZTIME each (default 30s).
-	$(GO) test ./controller/plan -run '^$$' -fuzz FuzzComputeInvariants -fuzztime $${FUZZTIME:-30s}
-	$(GO) test ./scenarios -run '^$$' -fuzz FuzzLoad -fuzztime $${FUZZTIME:-30s}
-	$(GO) test ./bench/audit -run '^$$' -fuzz FuzzDecode -fuzztime $${FUZZTIME:-30s}
-	$(GO) test ./bench/audit -run '^$$' -fuzz FuzzCheckAgreesWithReference -fuzztime $${FUZZTIME:-30s}
+# Minimizing a new input may otherwise take a minute of a short run.
+FUZZ_FLAGS = -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 5s
+
+fuzz: ## Fuzz the planner, the scenario and manifest loaders, and the audit log check, for FUZZTIME each (default 30s).
+	$(GO) test ./controller/plan -run '^$$' -fuzz FuzzComputeInvariants $(FUZZ_FLAGS)
+	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzLoad$$' $(FUZZ_FLAGS)
+	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzManifest$$' $(FUZZ_FLAGS)
+	$(GO) test ./bench/audit -run '^$$' -fuzz '^FuzzDecode$$' $(FUZZ_FLAGS)
+	$(GO) test ./bench/audit -run '^$$' -fuzz '^FuzzCheckAgreesWithReference$$' $(FUZZ_FLAGS)
 
 clean: cleanup-test-clusters ## Stop clusters and remove build outputs and reports (keeps the control-plane cache).
 	@$(CACHE)/dsbench cluster down --all 2>/dev/null || true

@@ -492,3 +492,64 @@ func TestStepKindNames(t *testing.T) {
 		t.Errorf("Kinds() with every action set (-want +got):\n%s", diff)
 	}
 }
+
+// yaml.v3 gives its parser's errors 0-based lines, none on the first line
+// and none for bad characters: each message must point at the line to fix.
+func TestYAMLErrorLines(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		line       int
+	}{
+		{"unclosed flow list", "a: 1\nb: [1, 2\n", 2},
+		{"unclosed flow map", "a: 1\nb: {c: 1\n", 2},
+		{"dedented key", "a:\n  b: 1\n c: 2\n", 3},
+		{"list item in a mapping", "x: 1\n- a\n", 2},
+		{"mapping after a list", "- a\nb: 1\n", 2},
+		{"mapping value on the first line", "a: b: c\n", 1},
+		{"mapping value later", "x: 1\na: b: c\n", 2},
+		{"tab indentation", "x: 1\n\ty: 2\n", 2},
+		{"unterminated quote", "x: 1\ny: 'open\n", 2},
+		{"control character", "x: 1\ny: \x01\n", 2},
+		{"invalid UTF-8", "x: 1\n\ny: \xff\n", 3},
+		{"unknown anchor", "x: 1\ny: *nowhere\n", 2},
+		{"tag escape not UTF-8", "!%80", 1}, // found by FuzzLoad
+		{"tag escape not UTF-8, later", "a: 1\nb: !%80 x\n", 2},
+		{"unknown directive", "x: 1\n---\n%FOO\n---\n", 3},
+		{"error at the end of the input", "a: [1, 2", 1},
+		// yaml.v3 also breaks lines at a lone CR, NEL, LS and PS; messages
+		// count LF, as editors and grep -n do.
+		{"after a lone CR", "a: 1\rb: 2\nc: [1\n", 2},
+		{"after a NEL in a comment", "# x\u0085y\nb: \x01\n", 2},
+		{"after a line separator", "a: 'x\u2028y'\nb: 'open\n", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := ParseManifest("m.yaml", []byte(tc.data), nil)
+			verr, ok := errors.AsType[*ValidationError](err)
+			if !ok || len(verr.Errors) == 0 {
+				t.Fatalf("ParseManifest: %v, want a *ValidationError", err)
+			}
+			e := verr.Errors[0]
+			if !strings.Contains(e.Message, "invalid YAML") || e.Pos.Line != tc.line {
+				t.Errorf("got %v, want invalid YAML at line %d", e, tc.line)
+			}
+		})
+	}
+}
+
+// Field errors count lines as the syntax errors do, past lone CRs too.
+func TestFieldErrorLinesAfterLoneCR(t *testing.T) {
+	data := "apiVersion: apps/v1\rkind: DaemonSet\rmetadata: {name: a}\nspec: {bogus: 1}\n"
+	_, _, err := ParseManifest("m.yaml", []byte(data), nil)
+	verr, ok := errors.AsType[*ValidationError](err)
+	if !ok {
+		t.Fatalf("ParseManifest: %v, want a *ValidationError", err)
+	}
+	for _, e := range verr.Errors {
+		if e.Path == "documents[0].spec.bogus" && e.Pos.Line != 2 {
+			t.Errorf("got %v, want line 2", e)
+		}
+	}
+	if !strings.Contains(err.Error(), "m.yaml:2:8: documents[0].spec.bogus") {
+		t.Errorf("error does not name line 2 for spec.bogus:\n%v", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
@@ -219,12 +220,14 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // fails and lines are indented with tabs, which YAML forbids but some
 // published manifests use, it expands them and warns. lines maps the lines of
 // data back to the original file (nil: identity). path is the field path
-// messages about the file are filed under.
+// messages about the file are filed under. It returns the documents and the
+// map from the lines yaml.v3 counts to the file's.
 func (l *loader) parse(name string, data []byte, path string, lines ...[]int) ([]*yaml.Node, []int) {
 	var lineMap []int
 	if len(lines) > 0 {
 		lineMap = lines[0]
 	}
+	yamlLines := yamlLineMap(data, lineMap)
 	docs, err := parseDocs(data)
 	if err != nil && hasTabIndent(data) {
 		for _, width := range []int{8, 4, 2} {
@@ -232,26 +235,167 @@ func (l *loader) parse(name string, data []byte, path string, lines ...[]int) ([
 			if docs2, err2 := parseDocs(fixed); err2 == nil {
 				l.is.warnf(Position{File: name, Line: mapLine(lineMap, first), Column: 1}, path,
 					"tabs in indentation expanded to spaces (tab stops every %d columns); YAML does not allow tabs there", width)
-				return docs2, lineMap
+				return docs2, yamlLines
 			}
 		}
 	}
 	if err != nil {
+		n, msg := yamlErrorLine(data, err)
 		pos := Position{File: name}
-		msg := strings.TrimPrefix(err.Error(), "yaml: ")
-		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			pos.Line = mapLine(lineMap, n)
-			msg = m[2]
+		if n > 0 {
+			pos.Line = mapLine(yamlLines, n)
 		}
 		l.is.errorf(pos, path, "invalid YAML: %s", msg)
 	}
-	return docs, lineMap
+	return docs, yamlLines
 }
 
+// yamlParserErrors are the messages of yaml.v3's parser (not its scanner):
+// it reports them with the 0-based line of where it was parsing.
+var yamlParserErrors = map[string]bool{
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected <document start>": true,
+	"did not find expected <stream-start>":   true,
+	"did not find expected key":              true,
+	"did not find expected node content":     true,
+	"found duplicate %TAG directive":         true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found undefined tag handle":             true,
+}
+
+// yamlReaderErrors are about bytes that are not text (UTF-8 input; UTF-16
+// has its own): yaml.v3 gives no line for them. A tag's %-escape that is
+// not UTF-8 is a scanner error, with a line.
+var yamlReaderErrors = map[string]bool{
+	"control characters are not allowed": true,
+	"invalid leading UTF-8 octet":        true,
+	"incomplete UTF-8 octet sequence":    true,
+	"invalid trailing UTF-8 octet":       true,
+	"invalid length of a UTF-8 sequence": true,
+	"invalid Unicode character":          true,
+}
+
+var unknownAnchorRE = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+
+// yamlErrorLine returns the line (as yaml.v3 counts them, 1-based; 0 when it
+// cannot be told) of a yaml.v3 parse error in data, and its message. yaml.v3
+// leaves the line out when it is the first, gives its parser's errors
+// 0-based, and gives none for bad characters or unknown anchors.
+func yamlErrorLine(data []byte, err error) (int, string) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	n := 0
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		n, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	}
+	switch {
+	case yamlParserErrors[msg]:
+		return n + 1, msg
+	case n > 0:
+		return n, msg
+	case yamlReaderErrors[msg]:
+		return badCharLine(data), msg
+	case unknownAnchorRE.MatchString(msg):
+		alias := []byte("*" + unknownAnchorRE.FindStringSubmatch(msg)[1])
+		for i, line := range yamlLineSplit(data) {
+			if bytes.Contains(line, alias) {
+				return i + 1, msg
+			}
+		}
+		return 0, msg
+	case strings.HasPrefix(msg, "parser failed") || strings.HasPrefix(msg, "input error") || strings.Contains(msg, "UTF-16") || strings.Contains(msg, "surrogate"):
+		return 0, msg
+	}
+	return 1, msg // a scanner error on the first line
+}
+
+// yamlBreak returns the length of the line break yaml.v3 sees at data[i:]
+// (0: none). Besides LF and CRLF it breaks at a lone CR, NEL, LS and PS.
+func yamlBreak(data []byte, i int) int {
+	switch {
+	case data[i] == '\n':
+		return 1
+	case data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n':
+		return 2
+	case data[i] == '\r':
+		return 1
+	case bytes.HasPrefix(data[i:], []byte("\u0085")):
+		return 2
+	case bytes.HasPrefix(data[i:], []byte("\u2028")) || bytes.HasPrefix(data[i:], []byte("\u2029")):
+		return 3
+	}
+	return 0
+}
+
+// yamlLineSplit splits data into the lines yaml.v3 counts.
+func yamlLineSplit(data []byte) [][]byte {
+	var out [][]byte
+	start := 0
+	for i := 0; i < len(data); {
+		if n := yamlBreak(data, i); n > 0 {
+			out = append(out, data[start:i])
+			i += n
+			start = i
+			continue
+		}
+		i++
+	}
+	return append(out, data[start:])
+}
+
+// yamlLineMap maps the lines yaml.v3 counts in data to the lines of the
+// file, which break at LF only (as editors and grep -n count them); lines
+// maps the lines of data to the file's (nil: identity).
+func yamlLineMap(data []byte, lines []int) []int {
+	out := []int{mapLine(lines, 1)}
+	line := 1
+	for i := 0; i < len(data); {
+		n := yamlBreak(data, i)
+		if n == 0 {
+			i++
+			continue
+		}
+		if data[i+n-1] == '\n' {
+			line++
+		}
+		out = append(out, mapLine(lines, line))
+		i += n
+	}
+	return out
+}
+
+// badCharLine finds the first character yaml.v3 refuses in UTF-8 data:
+// invalid UTF-8, or a control character other than tab and line breaks. It
+// counts lines as yaml.v3 does.
+func badCharLine(data []byte) int {
+	line := 1
+	for i := 0; i < len(data); {
+		if n := yamlBreak(data, i); n > 0 {
+			line++
+			i += n
+			continue
+		}
+		r, size := utf8.DecodeRune(data[i:])
+		ok := r == '\t' || r >= 0x20 && r <= 0x7e || r >= 0xa0 && r <= 0xd7ff || r >= 0xe000 && r <= 0xfffd || r >= 0x10000 && r <= 0x10ffff
+		if r == utf8.RuneError && size <= 1 || !ok {
+			return line
+		}
+		i += size
+	}
+	return 0
+}
+
+// mapLine maps line n through lines (nil: identity). A line past the end,
+// such as an error at the end of the input, is the last line.
 func mapLine(lines []int, n int) int {
-	if n >= 1 && n <= len(lines) {
+	switch {
+	case n >= 1 && n <= len(lines):
 		return lines[n-1]
+	case n > len(lines) && len(lines) > 0:
+		return lines[len(lines)-1]
 	}
 	return n
 }

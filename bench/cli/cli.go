@@ -17,8 +17,25 @@ var ErrUsage = errors.New("usage")
 
 // usageError wraps a flag or argument problem so that it names the command.
 func usageError(cmd string, err error) error {
-	return fmt.Errorf("%s: %w: %w", cmd, err, ErrUsage)
+	return &commandLineError{cmd: cmd, err: err}
 }
+
+// commandLineError is ErrUsage without the word in the message.
+type commandLineError struct {
+	cmd string
+	err error
+}
+
+func (e *commandLineError) Error() string {
+	msg := e.err.Error()
+	if strings.Contains(msg, "\n") {
+		// One problem a line, under the command.
+		return e.cmd + ":\n  " + strings.ReplaceAll(msg, "\n", "\n  ")
+	}
+	return e.cmd + ": " + msg
+}
+
+func (e *commandLineError) Unwrap() []error { return []error{e.err, ErrUsage} }
 
 // Env is what a command needs from its process.
 type Env struct {
@@ -81,12 +98,32 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "\nRun `dsbench COMMAND --help` for a command's flags.")
 }
 
-// newFlagSet returns a flag set that reports errors instead of exiting.
-func newFlagSet(name string, env Env) *pflag.FlagSet {
+// newFlagSet returns a flag set that reports errors instead of exiting;
+// --help shows `dsbench NAME` with the arguments it takes, then the flags.
+func newFlagSet(name, arguments string, env Env) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.SortFlags = true
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintln(w, strings.TrimSpace("Usage: dsbench "+name+" "+arguments))
+		for _, c := range commands() {
+			if c.name == strings.Fields(name)[0] {
+				fmt.Fprintf(w, "\n%s.\n", upperFirst(c.summary))
+			}
+		}
+		if fs.HasFlags() {
+			fmt.Fprintf(w, "\nFlags:\n%s", fs.FlagUsages())
+		}
+	}
 	return fs
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // parse parses flags and wraps errors as usage errors that name the command.
@@ -100,7 +137,12 @@ func parse(fs *pflag.FlagSet, args []string) error {
 	return nil
 }
 
-func subcommand(cmd string, args []string, subs ...string) (string, []string, error) {
+// subcommand splits off the subcommand; `CMD --help` lists them.
+func subcommand(env Env, cmd string, args []string, subs ...string) (string, []string, error) {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprintf(env.Stderr, "Usage: dsbench %s %s [flags]\n\nRun `dsbench %s SUBCOMMAND --help` for a subcommand's flags.\n", cmd, strings.Join(subs, "|"), cmd)
+		return "", nil, pflag.ErrHelp
+	}
 	if len(args) == 0 {
 		return "", nil, usageError(cmd, fmt.Errorf("want a subcommand: %s", strings.Join(subs, ", ")))
 	}

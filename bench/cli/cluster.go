@@ -58,11 +58,11 @@ func (f *clusterFlags) config(env Env) kwok.ClusterConfig {
 }
 
 func runCluster(ctx context.Context, env Env, args []string) error {
-	sub, args, err := subcommand("cluster", args, "up", "down", "status")
+	sub, args, err := subcommand(env, "cluster", args, "up", "down", "status")
 	if err != nil {
 		return err
 	}
-	fs := newFlagSet("cluster "+sub, env)
+	fs := newFlagSet("cluster "+sub, "[flags]", env)
 	var f clusterFlags
 	f.register(fs, env)
 	var all bool
@@ -72,8 +72,16 @@ func runCluster(ctx context.Context, env Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	var bad flagErrors
+	f.validate(&bad)
+	if all && fs.Changed("name") {
+		bad.conflict("all", "name", "--all brings down every cluster in --workdir")
+	}
 	if fs.NArg() > 0 {
-		return usageError(fs.Name(), fmt.Errorf("unexpected arguments %q", fs.Args()))
+		bad = append(bad, fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if err := bad.err(fs.Name()); err != nil {
+		return err
 	}
 	conf := f.config(env)
 	switch sub {

@@ -140,7 +140,7 @@ func firstFault(path string) (time.Time, error) {
 }
 
 func runMutants(ctx context.Context, env Env, args []string) error {
-	fs := newFlagSet("mutants", env)
+	fs := newFlagSet("mutants", "[flags]", env)
 	var f runFlags
 	f.cluster.register(fs, env)
 	fs.StringVar(&f.cluster.kubeconfig, "kubeconfig", "", "run against this cluster instead of a local KWOK cluster")
@@ -160,20 +160,43 @@ func runMutants(ctx context.Context, env Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if f.nodes <= 0 {
-		return usageError("mutants", fmt.Errorf("--nodes %d: want a positive node count", f.nodes))
+	var bad flagErrors
+	f.cluster.validate(&bad)
+	withKubeconfig(fs, &bad)
+	if f.nodes <= 0 || f.nodes > scenarios.MaxNodes {
+		bad.add("nodes", f.nodes, "want a node count from 1 to %d", scenarios.MaxNodes)
 	}
 	if matrix != "targeted" && matrix != "full" {
-		return usageError("mutants", fmt.Errorf("--matrix %q: want targeted or full", matrix))
+		bad.add("matrix", matrix, "want targeted or full")
 	}
 	known := map[string][]string{}
+	var names []string
 	for _, m := range mutantTargets {
 		known[m.name] = m.scenarios
+		names = append(names, m.name)
 	}
 	for _, m := range only {
 		if _, ok := known[m]; !ok {
-			return usageError("mutants", fmt.Errorf("--mutants: unknown variant %q", m))
+			bad.add("mutants", m, "unknown variant: want %s", strings.Join(names, ", "))
 		}
+	}
+	for _, sc := range onlyScenarios {
+		if !slices.Contains(scenarios.Library(), sc) {
+			bad.add("scenarios", sc, "not a library scenario (see `dsbench library`)")
+		}
+	}
+	if f.ctrlBinary != "" {
+		bad.inputFile("controller-binary", f.ctrlBinary)
+	}
+	bad.outputDir("out", f.outBase)
+	if record != "" {
+		bad.outputDir("record", record)
+	}
+	if fs.NArg() > 0 {
+		bad = append(bad, fmt.Errorf("unexpected arguments %q (use --scenarios)", fs.Args()))
+	}
+	if err := bad.err("mutants"); err != nil {
+		return err
 	}
 	type cellRun struct{ variant, scenario string }
 	var plan []cellRun

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
@@ -18,11 +20,11 @@ import (
 )
 
 func runNodes(ctx context.Context, env Env, args []string) error {
-	sub, args, err := subcommand("nodes", args, "create", "delete", "patch")
+	sub, args, err := subcommand(env, "nodes", args, "create", "delete", "patch")
 	if err != nil {
 		return err
 	}
-	fs := newFlagSet("nodes "+sub, env)
+	fs := newFlagSet("nodes "+sub, "[flags]", env)
 	var cf clusterFlags
 	cf.register(fs, env)
 	fs.StringVar(&cf.kubeconfig, "kubeconfig", "", "use this cluster instead of the named KWOK cluster")
@@ -66,18 +68,49 @@ func runNodes(ctx context.Context, env Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	var bad flagErrors
+	cf.validate(&bad)
+	withKubeconfig(fs, &bad)
+	bad.positive("parallelism", parallelism)
+	if fs.NArg() > 0 {
+		bad = append(bad, fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	var pool kwok.NodePool
+	var patch kwok.NodePatch
 	switch sub {
 	case "create":
-		if count < 0 {
-			return usageError(fs.Name(), fmt.Errorf("--count %d: must not be negative", count))
+		if count == 0 {
+			bad = append(bad, errors.New("--count is required (the number of nodes)"))
 		}
-		pool, err := buildPool(prefix, count, start, labelArgs, taintArgs, cpu, memory, pods)
-		if err != nil {
-			return usageError(fs.Name(), err)
+		bad.notNegative("count", count)
+		bad.notNegative("start", start)
+		if waitReady < 0 {
+			bad.add("wait-ready", waitReady, "must not be negative (0: don't wait)")
 		}
-		if err := pool.Validate(); err != nil {
-			return usageError(fs.Name(), err)
+		var err error
+		if pool, err = buildPool(prefix, count, start, labelArgs, taintArgs, cpu, memory, pods); err != nil {
+			bad = append(bad, err)
+		} else if err := pool.Validate(); err != nil && count >= 0 && start >= 0 {
+			bad = append(bad, err) // kwok's own rules, should they grow beyond buildPool's
 		}
+	case "delete", "patch":
+		if selector == "" {
+			bad = append(bad, errors.New("--selector is required"))
+		} else if _, err := labels.Parse(selector); err != nil {
+			bad.add("selector", selector, "%v", err)
+		}
+		var err error
+		if patch, err = buildPatch(labelArgs, taintArgs, removeTaint, cordon, uncordon); err != nil {
+			bad = append(bad, err)
+		} else if sub == "patch" && patch.Unschedulable == nil && len(patch.Labels)+len(patch.SetTaints)+len(patch.RemoveTaints) == 0 {
+			bad = append(bad, errors.New("nothing to patch: give --label, --taint, --remove-taint, --cordon or --uncordon"))
+		}
+	}
+	if err := bad.err(fs.Name()); err != nil {
+		return err
+	}
+	switch sub {
+	case "create":
 		client, err := clientFor(cf, env)
 		if err != nil {
 			return err
@@ -97,16 +130,6 @@ func runNodes(ctx context.Context, env Env, args []string) error {
 		}
 		return nil
 	case "delete", "patch":
-		if selector == "" {
-			return usageError(fs.Name(), fmt.Errorf("--selector is required"))
-		}
-		if _, err := labels.Parse(selector); err != nil {
-			return usageError(fs.Name(), fmt.Errorf("--selector %q: %w", selector, err))
-		}
-		patch, err := buildPatch(labelArgs, taintArgs, removeTaint, cordon, uncordon)
-		if err != nil {
-			return usageError(fs.Name(), err)
-		}
 		client, err := clientFor(cf, env)
 		if err != nil {
 			return err
@@ -151,40 +174,76 @@ func clientFor(cf clusterFlags, env Env) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
+// buildPool turns the create flags into a pool; errors name the flag.
 func buildPool(prefix string, count, start int, labelArgs, taintArgs []string, cpu, memory, pods string) (kwok.NodePool, error) {
 	pool := kwok.NodePool{Prefix: prefix, Count: count, Start: start, Labels: map[string]string{}}
+	var bad flagErrors
+	// The longest name is the last one's.
+	if errs := validation.IsDNS1123Subdomain(pool.NodeName(start + max(count-1, 0))); prefix == "" || len(errs) > 0 {
+		bad.add("prefix", prefix, "node names PREFIX-N must be DNS subdomains: %s", strings.Join(errs, "; "))
+	}
 	for _, l := range labelArgs {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok {
-			return pool, fmt.Errorf("--label %q: want key=value", l)
+			bad.add("label", l, "want key=value")
+			continue
+		}
+		if msg := labelProblem(k, &v); msg != "" {
+			bad.add("label", l, "%s", msg)
 		}
 		pool.Labels[k] = v
 	}
 	for _, s := range taintArgs {
 		t, err := kwok.ParseTaint(s)
 		if err != nil {
-			return pool, fmt.Errorf("--taint: %w", err)
+			bad.add("taint", s, "%v", err)
+			continue
 		}
 		pool.Taints = append(pool.Taints, t)
 	}
 	pool.Capacity = corev1.ResourceList{}
-	for flag, kv := range map[string]struct {
+	for _, r := range []struct {
+		flag string
 		name corev1.ResourceName
 		val  string
-	}{"--cpu": {corev1.ResourceCPU, cpu}, "--memory": {corev1.ResourceMemory, memory}, "--pods": {corev1.ResourcePods, pods}} {
-		q, err := resource.ParseQuantity(kv.val)
-		if err != nil {
-			return pool, fmt.Errorf("%s %q: %w", flag, kv.val, err)
+	}{{"cpu", corev1.ResourceCPU, cpu}, {"memory", corev1.ResourceMemory, memory}, {"pods", corev1.ResourcePods, pods}} {
+		q, err := resource.ParseQuantity(r.val)
+		switch {
+		case err != nil:
+			bad.add(r.flag, r.val, "%v", err)
+		case q.Sign() < 0:
+			bad.add(r.flag, r.val, "must not be negative")
+		default:
+			pool.Capacity[r.name] = q
 		}
-		pool.Capacity[kv.name] = q
+	}
+	if len(bad) > 0 {
+		return pool, errors.Join(bad...)
 	}
 	return pool, nil
 }
 
+// labelProblem says what is wrong with a label key and value (value nil:
+// a removal), or "".
+func labelProblem(key string, value *string) string {
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		return fmt.Sprintf("key %q: %s", key, strings.Join(errs, "; "))
+	}
+	if value == nil {
+		return ""
+	}
+	if errs := validation.IsValidLabelValue(*value); len(errs) > 0 {
+		return fmt.Sprintf("value %q: %s", *value, strings.Join(errs, "; "))
+	}
+	return ""
+}
+
+// buildPatch turns the patch flags into a patch; errors name the flag.
 func buildPatch(labelArgs, taintArgs, removeTaint []string, cordon, uncordon bool) (kwok.NodePatch, error) {
 	var p kwok.NodePatch
+	var bad flagErrors
 	if cordon && uncordon {
-		return p, fmt.Errorf("--cordon and --uncordon: choose one")
+		bad.conflict("cordon", "uncordon", "choose one")
 	}
 	if cordon || uncordon {
 		p.Unschedulable = &cordon
@@ -194,25 +253,39 @@ func buildPatch(labelArgs, taintArgs, removeTaint []string, cordon, uncordon boo
 	}
 	for _, l := range labelArgs {
 		if k, ok := strings.CutSuffix(l, "-"); ok && !strings.Contains(l, "=") {
+			if msg := labelProblem(k, nil); msg != "" {
+				bad.add("label", l, "%s", msg)
+			}
 			p.Labels[k] = nil
 			continue
 		}
 		k, v, ok := strings.Cut(l, "=")
 		if !ok {
-			return p, fmt.Errorf("--label %q: want key=value or key-", l)
+			bad.add("label", l, "want key=value or key-")
+			continue
+		}
+		if msg := labelProblem(k, &v); msg != "" {
+			bad.add("label", l, "%s", msg)
 		}
 		p.Labels[k] = &v
 	}
 	for _, s := range taintArgs {
 		t, err := kwok.ParseTaint(s)
 		if err != nil {
-			return p, fmt.Errorf("--taint: %w", err)
+			bad.add("taint", s, "%v", err)
+			continue
 		}
 		p.SetTaints = append(p.SetTaints, t)
 	}
 	for _, k := range removeTaint {
 		key, effect, _ := strings.Cut(k, ":")
+		if msg := labelProblem(key, nil); msg != "" {
+			bad.add("remove-taint", k, "%s", msg)
+		}
 		p.RemoveTaints = append(p.RemoveTaints, corev1.Taint{Key: key, Effect: corev1.TaintEffect(effect)})
+	}
+	if len(bad) > 0 {
+		return p, errors.Join(bad...)
 	}
 	return p, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -110,23 +109,29 @@ func loadScenarios(env Env, args []string) ([]*scenarios.Scenario, error) {
 }
 
 func runValidate(ctx context.Context, env Env, args []string) error {
-	fs := newFlagSet("validate", env)
+	fs := newFlagSet("validate", "[flags] SCENARIO...", env)
 	var nodes []int
 	fs.IntSliceVar(&nodes, "nodes", nil, "also validate each scenario scaled to these node counts (comma-separated)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	var bad flagErrors
+	for _, n := range nodes {
+		if n <= 0 {
+			bad.add("nodes", n, "want positive node counts")
+		}
+	}
 	if fs.NArg() == 0 {
-		return usageError("validate", errors.New("want scenario files or library names"))
+		bad = append(bad, errors.New("want scenario files or library names"))
+	}
+	if err := bad.err("validate"); err != nil {
+		return err
 	}
 	scs, err := loadScenarios(env, fs.Args())
 	errs := []error{err}
 	for _, sc := range scs {
 		fmt.Fprintf(env.Stdout, "%s: ok (%s, %d nodes, %d steps)\n", sc.Source, sc.Metadata.Name, sc.DefaultNodes(), len(sc.Steps))
 		for _, n := range nodes {
-			if n <= 0 {
-				return usageError("validate", fmt.Errorf("--nodes %d: want a positive node count", n))
-			}
 			scaled, serr := scenarios.Scale(sc, n)
 			if serr == nil {
 				_, serr = scenarios.Validate(scaled)
@@ -142,9 +147,12 @@ func runValidate(ctx context.Context, env Env, args []string) error {
 }
 
 func runLibrary(ctx context.Context, env Env, args []string) error {
-	fs := newFlagSet("library", env)
+	fs := newFlagSet("library", "", env)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("library", fmt.Errorf("unexpected arguments %q (validate checks scenarios)", fs.Args()))
 	}
 	for _, name := range scenarios.Library() {
 		sc, _, err := scenarios.LoadLibrary(name)
@@ -157,31 +165,31 @@ func runLibrary(ctx context.Context, env Env, args []string) error {
 }
 
 func runRun(ctx context.Context, env Env, args []string) error {
-	fs := newFlagSet("run", env)
+	fs := newFlagSet("run", "[flags] SCENARIO...", env)
 	var f runFlags
 	f.register(fs, env, "ours", "")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	var bad flagErrors
+	f.validate(fs, &bad)
 	if fs.NArg() == 0 {
-		return usageError("run", errors.New("want scenario files or library names (see `dsbench library`)"))
+		bad = append(bad, errors.New("want scenario files or library names (see `dsbench library`)"))
 	}
-	return play(ctx, env, &f, fs.Args(), nil)
+	if err := bad.err("run"); err != nil {
+		return err
+	}
+	return play(ctx, env, "run", &f, fs.Args(), nil)
 }
 
 // play loads scenarios (a bad file never starts a cluster), brings up or
 // reuses a cluster, hands the suite to bench.RunSuite, prints what it left
-// and turns its verdict into the exit code.
-func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func(*scenarios.Scenario)) error {
+// and turns its verdict into the exit code. The flags are valid (see
+// runFlags.validate).
+func play(ctx context.Context, env Env, cmd string, f *runFlags, names []string, adjust func(*scenarios.Scenario)) error {
 	which, err := f.controllerList()
 	if err != nil {
-		return usageError("run", err)
-	}
-	if f.nodes < 0 || f.reps < 0 || f.workers <= 0 {
-		return usageError("run", fmt.Errorf("--nodes, --repetitions must not be negative and --workers must be positive"))
-	}
-	if len(f.floorInFlight) == 0 || slices.ContainsFunc(f.floorInFlight, func(n int) bool { return n <= 0 }) || f.floorQPS < 0 {
-		return usageError("run", fmt.Errorf("--floor-inflight %v: want positive counts; --floor-qps must not be negative", f.floorInFlight))
+		return usageError(cmd, err)
 	}
 	scs, err := loadScenarios(env, names)
 	if err != nil {
@@ -193,7 +201,7 @@ func play(ctx context.Context, env Env, f *runFlags, names []string, adjust func
 		}
 		if f.nodes > 0 {
 			if _, err := scenarios.Scale(sc, f.nodes); err != nil {
-				return usageError("run", fmt.Errorf("--nodes: %w", err))
+				return usageError(cmd, fmt.Errorf("--nodes %d: %w", f.nodes, err))
 			}
 		}
 	}

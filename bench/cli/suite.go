@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/dsbench/dsbench/reports"
 )
@@ -28,7 +31,7 @@ var DefaultBenchFloorInFlight = []int{32, 128}
 var SmokeSuite = []string{"bench-rollout"}
 
 func runBench(ctx context.Context, env Env, args []string) error {
-	fs := newFlagSet("bench", env)
+	fs := newFlagSet("bench", "[flags]", env)
 	var f runFlags
 	f.register(fs, env, "both", filepath.Join("bench", "baseline.json"))
 	var (
@@ -75,10 +78,26 @@ func runBench(ctx context.Context, env Env, args []string) error {
 			f.floorInFlight = DefaultBenchFloorInFlight
 		}
 	}
+	var bad flagErrors
 	if writeBaseline != "" {
-		f.baseline = "" // the old baseline does not gate its own replacement
+		if fs.Changed("baseline") && f.baseline != "" {
+			bad.conflict("write-baseline", "baseline", "the old baseline does not gate its own replacement")
+		}
+		f.baseline = ""
+		bad.outputFile("write-baseline", writeBaseline)
 	}
-	err := play(ctx, env, &f, names, nil)
+	validateTolerance(fs, &bad, tolerance, writeBaseline)
+	f.validate(fs, &bad)
+	for _, name := range names {
+		if strings.TrimSpace(name) == "" {
+			bad.add("scenarios", suite, "an empty name in the list")
+			break
+		}
+	}
+	if err := bad.err("bench"); err != nil {
+		return err
+	}
+	err := play(ctx, env, "bench", &f, names, nil)
 	if writeBaseline == "" || err != nil {
 		return err
 	}
@@ -97,6 +116,16 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	return nil
 }
 
+// validateTolerance checks --tolerance, which only a new baseline records.
+func validateTolerance(fs *pflag.FlagSet, bad *flagErrors, tolerance float64, writeBaseline string) {
+	if math.IsNaN(tolerance) || math.IsInf(tolerance, 0) || tolerance < 1 {
+		bad.add("tolerance", tolerance, "want a finite ratio of at least 1")
+	}
+	if fs.Changed("tolerance") && writeBaseline == "" {
+		bad.add("tolerance", tolerance, "only a new baseline records it: give --write-baseline FILE too")
+	}
+}
+
 func latestReport(base string) (string, error) {
 	entries, err := os.ReadDir(base)
 	if err != nil {
@@ -112,7 +141,7 @@ func latestReport(base string) (string, error) {
 }
 
 func runReport(ctx context.Context, env Env, args []string) error {
-	fs := newFlagSet("report", env)
+	fs := newFlagSet("report", "[flags] REPORT", env)
 	baselinePath := fs.String("baseline", "", "baseline to gate against ('' for none)")
 	out := fs.String("out", "", "write the outputs here (default: next to report.json)")
 	writeBaseline := fs.String("write-baseline", "", "also make a baseline of this saved run and write it to this file")
@@ -120,11 +149,22 @@ func runReport(ctx context.Context, env Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *tolerance < 1 {
-		return usageError("report", fmt.Errorf("--tolerance %g: want a ratio of at least 1", *tolerance))
+	var bad flagErrors
+	validateTolerance(fs, &bad, *tolerance, *writeBaseline)
+	if *baselinePath != "" {
+		bad.baseline("baseline", *baselinePath)
+	}
+	if fs.Changed("out") {
+		bad.outputDir("out", *out)
+	}
+	if *writeBaseline != "" {
+		bad.outputFile("write-baseline", *writeBaseline)
 	}
 	if fs.NArg() != 1 {
-		return usageError("report", errors.New("want one report.json (or the folder that holds it)"))
+		bad = append(bad, errors.New("want one report.json (or the folder that holds it)"))
+	}
+	if err := bad.err("report"); err != nil {
+		return err
 	}
 	path := reportPath(fs.Arg(0))
 	r, err := reports.Read(path)
@@ -156,7 +196,7 @@ func runReport(ctx context.Context, env Env, args []string) error {
 }
 
 func runCompare(ctx context.Context, env Env, args []string) error {
-	fs := newFlagSet("compare", env)
+	fs := newFlagSet("compare", "OLD NEW", env)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -4,14 +4,18 @@ import (
 	"errors"
 	goflag "flag"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/dsbench/dsbench/controller"
@@ -133,8 +137,24 @@ func (o *options) validate() error {
 	bad := func(flag, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
 	}
+	if o.kubeconfig != "" {
+		if info, err := os.Stat(o.kubeconfig); err != nil {
+			bad("kubeconfig", "%q: %v", o.kubeconfig, err)
+		} else if !info.Mode().IsRegular() {
+			bad("kubeconfig", "%q is not a regular file", o.kubeconfig)
+		}
+	}
+	if o.master != "" {
+		// As the client will read it, so that a bad one fails here, with exit 2.
+		if _, _, err := rest.DefaultServerUrlFor(&rest.Config{Host: o.master}); err != nil {
+			bad("master", "%q: %v", o.master, err)
+		}
+	}
 	if o.workers < 1 {
 		bad("concurrent-daemonset-syncs", "must be at least 1, got %d", o.workers)
+	}
+	if q := float64(o.qps); math.IsNaN(q) || math.IsInf(q, 0) {
+		bad("kube-api-qps", "must be a finite number, got %v", o.qps)
 	}
 	if o.burst < 0 {
 		bad("kube-api-burst", "must not be negative, got %d", o.burst)
@@ -167,6 +187,11 @@ func (o *options) validate() error {
 	if o.leaderElect {
 		if o.leaseName == "" {
 			bad("leader-elect-resource-name", "must not be empty")
+		} else if errs := validation.IsDNS1123Subdomain(o.leaseName); len(errs) > 0 {
+			bad("leader-elect-resource-name", "%q is not a valid Lease name: %s", o.leaseName, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsDNS1123Label(o.leaseNamespace); o.leaseNamespace != "" && len(errs) > 0 {
+			bad("leader-elect-resource-namespace", "%q is not a valid namespace: %s", o.leaseNamespace, strings.Join(errs, "; "))
 		}
 		if o.retryPeriod <= 0 {
 			bad("leader-elect-retry-period", "must be positive, got %v", o.retryPeriod)
@@ -186,9 +211,18 @@ func (o *options) validate() error {
 		if a.addr == "0" {
 			continue
 		}
-		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+		_, port, err := net.SplitHostPort(a.addr)
+		if err != nil {
 			bad(a.flag, `must be host:port, :port or "0", got %q`, a.addr)
+			continue
 		}
+		if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			bad(a.flag, "port %q in %q: want 0 to 65535", port, a.addr)
+		}
+	}
+	// Two servers cannot listen on one address; port 0 picks two free ones.
+	if _, port, err := net.SplitHostPort(o.metricsAddr); err == nil && port != "0" && o.metricsAddr == o.healthProbeAddr {
+		bad("health-probe-bind-address", "%q is --metrics-bind-address too: give them different ports", o.healthProbeAddr)
 	}
 	o.validateSecureMetrics(bad)
 	return errors.Join(errs...)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -31,11 +32,15 @@ func TestParseDefaults(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args    []string
 		wantErr string // substring; "" means success
 	}{
-		{args: []string{"--kubeconfig=/tmp/kc", "--concurrent-daemonset-syncs=4", "--bind-mode=direct", "--burst-replicas=500", "-v=4"}},
+		{args: []string{"--kubeconfig=" + kc, "--concurrent-daemonset-syncs=4", "--bind-mode=direct", "--burst-replicas=500", "-v=4"}},
 		{args: []string{"--kube-api-qps=0", "--kube-api-burst=0"}}, // unlimited
 		{args: []string{"--kube-api-qps=-1"}},
 		{args: []string{"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0"}},
@@ -68,6 +73,21 @@ func TestParse(t *testing.T) {
 		{args: []string{"--secure-metrics=maybe"}, wantErr: "secure-metrics"},
 		{args: []string{"--no-such-flag"}, wantErr: "no-such-flag"},
 		{args: []string{"extra"}, wantErr: "unexpected arguments"},
+		{args: []string{"--kubeconfig=/nonexistent/kubeconfig"}, wantErr: "--kubeconfig"},
+		{args: []string{"--kubeconfig=" + os.TempDir()}, wantErr: "--kubeconfig"},
+		{args: []string{"--master=https://127.0.0.1:6443"}},
+		{args: []string{"--master=127.0.0.1:6443"}},
+		{args: []string{"--master=http://[::1"}, wantErr: "--master"},
+		{args: []string{"--kube-api-qps=NaN"}, wantErr: "--kube-api-qps"},
+		{args: []string{"--kube-api-qps=+Inf"}, wantErr: "--kube-api-qps"},
+		{args: []string{"--leader-elect-resource-name=Not_A_Name"}, wantErr: "--leader-elect-resource-name"},
+		{args: []string{"--leader-elect-resource-namespace=kube.system"}, wantErr: "--leader-elect-resource-namespace"},
+		{args: []string{"--leader-elect-resource-namespace=kube-system"}},
+		{args: []string{"--metrics-bind-address=:99999"}, wantErr: "--metrics-bind-address"},
+		{args: []string{"--health-probe-bind-address=:http"}, wantErr: "--health-probe-bind-address"},
+		{args: []string{"--metrics-bind-address=:9090", "--health-probe-bind-address=:9090"}, wantErr: "--health-probe-bind-address"},
+		{args: []string{"--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=127.0.0.1:0"}}, // two free ports
+		{args: []string{"--vmodule=bad"}, wantErr: "vmodule"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

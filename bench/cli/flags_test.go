@@ -1,0 +1,305 @@
+package cli
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// isolatedEnv points the cache (control plane, controller binaries,
+// clusters) at an empty folder, so that a command that got past its flag
+// checks fails on a missing binary, not by touching a cluster.
+func isolatedEnv(t *testing.T) Env {
+	t.Helper()
+	cache := t.TempDir()
+	t.Setenv("DSBENCH_CACHE", cache)
+	env, _, _ := testEnv()
+	env.Getenv = func(k string) string {
+		if k == "DSBENCH_CACHE" {
+			return cache
+		}
+		return ""
+	}
+	return env
+}
+
+// flagFixtures are paths the cases refer to.
+type flagFixtures struct {
+	file, dir, missing, garbage, baseline string
+}
+
+func newFlagFixtures(t *testing.T) flagFixtures {
+	dir := t.TempDir()
+	f := flagFixtures{
+		file:     filepath.Join(dir, "a-file"),
+		dir:      dir,
+		missing:  filepath.Join(dir, "missing.json"),
+		garbage:  filepath.Join(dir, "garbage.json"),
+		baseline: filepath.Join("..", "..", "reports", "testdata", "baseline.json"),
+	}
+	for path, data := range map[string]string{f.file: "x", f.garbage: "{not json"} {
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+type flagCase struct {
+	name string
+	args []string
+	// want are substrings of the error: the flag and its value.
+	want []string
+}
+
+// checkFlagCases runs each command line and wants a usage error, raised
+// before any cluster or file work, naming the flag and the bad value.
+func checkFlagCases(t *testing.T, tests []flagCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := isolatedEnv(t)
+			err := Main(t.Context(), env, tt.args)
+			if err == nil {
+				t.Fatalf("dsbench %s succeeded, want a usage error", strings.Join(tt.args, " "))
+			}
+			if !errors.Is(err, ErrUsage) {
+				t.Fatalf("dsbench %s: %v\nwant a usage error, raised before any cluster or file work", strings.Join(tt.args, " "), err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+// args builds a command line.
+func args(a ...string) []string { return a }
+
+func TestRunFlags(t *testing.T) {
+	fx := newFlagFixtures(t)
+	run := func(a ...string) []string { return append(append([]string{"run"}, a...), "bench-rollout") }
+	checkFlagCases(t, []flagCase{
+		{"negative nodes", run("--nodes", "-1"), []string{"--nodes -1"}},
+		{"too many nodes", run("--nodes", "1000000"), []string{"--nodes 1000000"}},
+		{"negative repetitions", run("--repetitions", "-2"), []string{"--repetitions -2"}},
+		{"too many repetitions", run("--repetitions", "5000"), []string{"--repetitions 5000"}},
+		{"no workers", run("--workers", "0"), []string{"--workers 0", "positive"}},
+		{"negative qps", run("--kube-api-qps", "-1"), []string{"--kube-api-qps -1"}},
+		{"NaN qps", run("--kube-api-qps", "NaN"), []string{"--kube-api-qps NaN"}},
+		{"negative burst", run("--kube-api-burst", "-3"), []string{"--kube-api-burst -3"}},
+		{"unknown controller", run("--controller", "ours,best"), []string{"--controller", `"best"`}},
+		{"empty controller", run("--controller", ""), []string{"--controller", `""`}},
+		{"controller twice", run("--controller", "ours,upstream,ours"), []string{`--controller "ours,upstream,ours"`, "twice"}},
+		{"zero floor pacing", run("--controller", "floor", "--floor-inflight", "8,0"), []string{"--floor-inflight 0"}},
+		{"negative floor pacing", run("--controller", "floor", "--floor-inflight", "-8"), []string{"--floor-inflight -8"}},
+		{"negative floor qps", run("--controller", "floor", "--floor-qps", "-1"), []string{"--floor-qps -1"}},
+		{"floor pacing without the floor", run("--floor-inflight", "8"), []string{"--floor-inflight with --controller ours"}},
+		{"negative sync delay", run("--sync-delay", "-1s"), []string{"--sync-delay -1s"}},
+		{"sync delay without ours", run("--controller", "upstream", "--sync-delay", "1s"), []string{"--sync-delay with --controller upstream"}},
+		{"name not a DNS label", run("--name", "Not_A_Label"), []string{`--name "Not_A_Label"`, "DNS label"}},
+		{"zero timeout", run("--timeout", "0"), []string{"--timeout 0s"}},
+		{"negative timeout", run("--timeout", "-1m"), []string{"--timeout -1m0s"}},
+		{"port out of range", run("--apiserver-port", "70000"), []string{"--apiserver-port 70000"}},
+		{"no kwok parallelism", run("--kwok-parallelism", "0"), []string{"--kwok-parallelism 0"}},
+		{"missing baseline", run("--baseline", fx.missing), []string{"--baseline", "missing.json", "no such file"}},
+		{"baseline not JSON", run("--baseline", fx.garbage), []string{"--baseline", "garbage.json", "JSON"}},
+		{"baseline a folder", run("--baseline", fx.dir), []string{"--baseline", fx.dir}},
+		{"out a file", run("--out", fx.file), []string{"--out", "a-file", "is a file"}},
+		{"empty out", run("--out", ""), []string{`--out ""`}},
+		{"record a file", run("--record", fx.file), []string{"--record", "a-file"}},
+		{"missing controller binary", run("--controller-binary", fx.missing), []string{"--controller-binary", "no such file"}},
+		{"missing kubeconfig", run("--kubeconfig", fx.missing), []string{"--kubeconfig", "no such file"}},
+		{"kubeconfig and keep-cluster", run("--kubeconfig", fx.file, "--keep-cluster"), []string{"--keep-cluster with --kubeconfig"}},
+		{"kubeconfig and port", run("--kubeconfig", fx.file, "--apiserver-port", "6443"), []string{"--apiserver-port with --kubeconfig"}},
+		{"workdir a file", run("--workdir", fx.file), []string{"--workdir", "is a file"}},
+		{"bin-dir a file", run("--bin-dir", fx.file), []string{"--bin-dir", "is a file"}},
+		{"no scenario", args("run"), []string{"want scenario files"}},
+		{"every problem at once", run("--nodes", "-1", "--workers", "0", "--timeout", "0"), []string{"--nodes -1", "--workers 0", "--timeout 0s"}},
+	})
+}
+
+func TestBenchFlags(t *testing.T) {
+	fx := newFlagFixtures(t)
+	bench := func(a ...string) []string { return append([]string{"bench", "--baseline", fx.baseline}, a...) }
+	checkFlagCases(t, []flagCase{
+		// bench/baseline.json is relative to the repository's root.
+		{"default baseline missing here", args("bench"), []string{`--baseline "bench/baseline.json"`, "no such file"}},
+		{"missing baseline", args("bench", "--baseline", fx.missing), []string{"--baseline", "no such file", "''"}},
+		{"negative nodes", bench("--nodes", "-5"), []string{"--nodes -5"}},
+		{"no workers", bench("--workers", "-1"), []string{"--workers -1"}},
+		{"unknown controller", bench("--controller", "theirs"), []string{"--controller", `"theirs"`}},
+		{"smoke and floor pacing", bench("--smoke", "--floor-inflight", "8"), []string{"--floor-inflight with --controller both"}},
+		{"tolerance below 1", bench("--write-baseline", filepath.Join(fx.dir, "b.json"), "--tolerance", "0.5"), []string{"--tolerance 0.5"}},
+		{"tolerance without a new baseline", bench("--tolerance", "1.5"), []string{"--tolerance 1.5", "--write-baseline"}},
+		{"write-baseline and baseline", bench("--write-baseline", filepath.Join(fx.dir, "b.json")), []string{"--write-baseline with --baseline"}},
+		{"write-baseline a folder", args("bench", "--write-baseline", fx.dir), []string{"--write-baseline", "is a folder"}},
+		{"write-baseline nowhere", args("bench", "--write-baseline", filepath.Join(fx.missing, "b.json")), []string{"--write-baseline", "does not exist"}},
+		{"empty scenario name", bench("--scenarios", "bench-rollout,,node-churn"), []string{`--scenarios "bench-rollout,,node-churn"`}},
+		{"out a file", bench("--out", fx.file), []string{"--out", "is a file"}},
+		{"name not a DNS label", bench("--name", "-x"), []string{`--name "-x"`}},
+		{"zero timeout", bench("--timeout", "0s"), []string{"--timeout 0s"}},
+		{"arguments", bench("bench-rollout"), []string{"unexpected arguments"}},
+	})
+}
+
+func TestMutantsFlags(t *testing.T) {
+	fx := newFlagFixtures(t)
+	checkFlagCases(t, []flagCase{
+		{"no nodes", args("mutants", "--nodes", "0"), []string{"--nodes 0"}},
+		{"too many nodes", args("mutants", "--nodes", "200000"), []string{"--nodes 200000"}},
+		{"unknown matrix", args("mutants", "--matrix", "diagonal"), []string{`--matrix "diagonal"`}},
+		{"unknown variant", args("mutants", "--mutants", "surge-all,fly"), []string{`--mutants "fly"`, "surge-all"}},
+		{"unknown scenario", args("mutants", "--scenarios", "node-churn,nod-churn"), []string{`--scenarios "nod-churn"`}},
+		{"out a file", args("mutants", "--out", fx.file), []string{"--out", "is a file"}},
+		{"record a file", args("mutants", "--record", fx.file), []string{"--record", "is a file"}},
+		{"missing controller binary", args("mutants", "--controller-binary", fx.missing), []string{"--controller-binary", "no such file"}},
+		{"missing kubeconfig", args("mutants", "--kubeconfig", fx.missing), []string{"--kubeconfig", "no such file"}},
+		{"kubeconfig and keep-cluster", args("mutants", "--kubeconfig", fx.file, "--keep-cluster"), []string{"--keep-cluster with --kubeconfig"}},
+		{"name not a DNS label", args("mutants", "--name", "UPPER"), []string{`--name "UPPER"`}},
+		{"zero timeout", args("mutants", "--timeout", "0"), []string{"--timeout 0s"}},
+		{"arguments", args("mutants", "node-churn"), []string{"unexpected arguments"}},
+	})
+}
+
+func TestClusterFlags(t *testing.T) {
+	fx := newFlagFixtures(t)
+	var tests []flagCase
+	for _, sub := range []string{"up", "down", "status"} {
+		c := func(a ...string) []string { return append([]string{"cluster", sub}, a...) }
+		tests = append(tests,
+			flagCase{sub + " zero timeout", c("--timeout", "0"), []string{"cluster " + sub, "--timeout 0s"}},
+			flagCase{sub + " negative timeout", c("--timeout", "-5s"), []string{"--timeout -5s"}},
+			flagCase{sub + " name not a DNS label", c("--name", "Not_A_Label"), []string{`--name "Not_A_Label"`}},
+			flagCase{sub + " long name", c("--name", strings.Repeat("a", 64)), []string{"--name", "DNS label"}},
+			flagCase{sub + " negative port", c("--apiserver-port", "-1"), []string{"--apiserver-port -1"}},
+			flagCase{sub + " port out of range", c("--apiserver-port", "65536"), []string{"--apiserver-port 65536"}},
+			flagCase{sub + " negative kwok parallelism", c("--kwok-parallelism", "-1"), []string{"--kwok-parallelism -1"}},
+			flagCase{sub + " workdir a file", c("--workdir", fx.file), []string{"--workdir", "is a file"}},
+			flagCase{sub + " bin-dir a file", c("--bin-dir", fx.file), []string{"--bin-dir", "is a file"}},
+			flagCase{sub + " arguments", c("extra"), []string{"unexpected arguments"}},
+		)
+	}
+	tests = append(tests,
+		flagCase{"down all and name", args("cluster", "down", "--all", "--name", "x"), []string{"--all with --name"}},
+		flagCase{"no subcommand", args("cluster"), []string{"want a subcommand"}},
+		flagCase{"unknown subcommand", args("cluster", "sideways"), []string{`unknown subcommand "sideways"`}},
+	)
+	checkFlagCases(t, tests)
+}
+
+func TestNodesFlags(t *testing.T) {
+	fx := newFlagFixtures(t)
+	create := func(a ...string) []string { return append([]string{"nodes", "create", "--count", "3"}, a...) }
+	checkFlagCases(t, []flagCase{
+		{"negative count", args("nodes", "create", "--count", "-5"), []string{"--count -5", "must not be negative"}},
+		{"no count", args("nodes", "create"), []string{"--count is required"}},
+		{"negative start", create("--start", "-1"), []string{"--start -1"}},
+		{"no parallelism", create("--parallelism", "0"), []string{"--parallelism 0"}},
+		{"negative wait", create("--wait-ready", "-1s"), []string{"--wait-ready -1s"}},
+		{"prefix not a DNS name", create("--prefix", "Node_"), []string{`--prefix "Node_"`}},
+		{"empty prefix", create("--prefix", ""), []string{`--prefix ""`}},
+		{"label without value", create("--label", "noequals"), []string{`--label "noequals"`, "key=value"}},
+		{"bad label key", create("--label", "bad key=v"), []string{`--label "bad key=v"`, "key"}},
+		{"bad label value", create("--label", "k=not ok!"), []string{`--label "k=not ok!"`, "value"}},
+		{"bad taint effect", create("--taint", "gpu=true:Sometimes"), []string{"--taint", `effect "Sometimes"`}},
+		{"taint without effect", create("--taint", "gpu=true"), []string{"--taint", "key[=value]:Effect"}},
+		{"bad cpu", create("--cpu", "lots"), []string{`--cpu "lots"`}},
+		{"negative memory", create("--memory", "-1Gi"), []string{`--memory "-1Gi"`, "negative"}},
+		{"negative pods", create("--pods", "-5"), []string{`--pods "-5"`}},
+		{"missing kubeconfig", create("--kubeconfig", fx.missing), []string{"--kubeconfig", "no such file"}},
+		{"kubeconfig and port", create("--kubeconfig", fx.file, "--apiserver-port", "1"), []string{"--apiserver-port with --kubeconfig"}},
+		{"name not a DNS label", create("--name", "a.b"), []string{`--name "a.b"`}},
+		{"arguments", create("extra"), []string{"unexpected arguments"}},
+		{"delete without selector", args("nodes", "delete"), []string{"--selector is required"}},
+		{"bad selector", args("nodes", "delete", "--selector", "a in (b"), []string{`--selector "a in (b"`}},
+		{"patch without selector", args("nodes", "patch", "--cordon"), []string{"--selector is required"}},
+		{"nothing to patch", args("nodes", "patch", "--selector", "a=b"), []string{"nothing to patch"}},
+		{"cordon and uncordon", args("nodes", "patch", "--selector", "a=b", "--cordon", "--uncordon"), []string{"--cordon with --uncordon", "choose one"}},
+		{"bad label removal", args("nodes", "patch", "--selector", "a=b", "--label", "bad key-"), []string{`--label "bad key-"`}},
+		{"bad taint removal", args("nodes", "patch", "--selector", "a=b", "--remove-taint", "bad key:NoSchedule"), []string{`--remove-taint "bad key:NoSchedule"`}},
+		{"no parallelism on delete", args("nodes", "delete", "--selector", "a=b", "--parallelism", "-1"), []string{"--parallelism -1"}},
+		{"unknown subcommand", args("nodes", "grow"), []string{`unknown subcommand "grow"`}},
+	})
+}
+
+func TestReportFlags(t *testing.T) {
+	fx := newFlagFixtures(t)
+	report := filepath.Join("..", "..", "reports", "testdata", "report.json")
+	newBaseline := filepath.Join(fx.dir, "b.json")
+	checkFlagCases(t, []flagCase{
+		{"tolerance below 1", args("report", "--write-baseline", newBaseline, "--tolerance", "0.9", report), []string{"--tolerance 0.9"}},
+		{"NaN tolerance", args("report", "--write-baseline", newBaseline, "--tolerance", "NaN", report), []string{"--tolerance NaN"}},
+		{"tolerance without a new baseline", args("report", "--tolerance", "1.5", report), []string{"--tolerance 1.5", "--write-baseline"}},
+		{"missing baseline", args("report", "--baseline", fx.missing, report), []string{"--baseline", "no such file"}},
+		{"baseline not JSON", args("report", "--baseline", fx.garbage, report), []string{"--baseline", "JSON"}},
+		{"out a file", args("report", "--out", fx.file, report), []string{"--out", "is a file"}},
+		{"write-baseline a folder", args("report", "--write-baseline", fx.dir, report), []string{"--write-baseline", "is a folder"}},
+		{"no report", args("report"), []string{"want one report.json"}},
+		{"two reports", args("report", report, report), []string{"want one report.json"}},
+	})
+}
+
+func TestValidateLibraryCompareFlags(t *testing.T) {
+	checkFlagCases(t, []flagCase{
+		{"validate at no nodes", args("validate", "--nodes", "100,0", "node-churn"), []string{"--nodes 0"}},
+		// The flag is checked even when the scenario does not load.
+		{"validate at negative nodes", args("validate", "--nodes", "-5", "no-such-scenario.yaml"), []string{"--nodes -5"}},
+		{"validate nothing", args("validate"), []string{"want scenario files"}},
+		{"library arguments", args("library", "node-churn"), []string{"unexpected arguments"}},
+		{"compare one run", args("compare", "a"), []string{"want two saved runs"}},
+	})
+}
+
+// pflagTypeNames are the value names pflag derives from a flag's type;
+// any other word after a flag in --help is a back-quoted word of its usage
+// ("--bin-dir make tools").
+var pflagTypeNames = map[string]bool{
+	"string": true, "int": true, "float": true, "duration": true, "strings": true,
+	"ints": true, "stringArray": true, "uint": true, "int64": true, "float32": true,
+}
+
+var helpFlagRE = regexp.MustCompile(`^\s+(?:-\w, )?--([\w-]+)(?: (\S+))?\s{2,}\S`)
+
+// Every command's --help is a help, not an error: it shows the command's
+// synopsis and every flag with its usage, and no back-quoted word of a usage
+// posing as the value's name.
+func TestHelp(t *testing.T) {
+	for _, cmd := range [][]string{
+		{"run"}, {"bench"}, {"mutants"}, {"validate"}, {"library"}, {"report"}, {"compare"},
+		{"cluster"}, {"cluster", "up"}, {"cluster", "down"}, {"cluster", "status"},
+		{"nodes"}, {"nodes", "create"}, {"nodes", "delete"}, {"nodes", "patch"},
+	} {
+		name := strings.Join(cmd, " ")
+		t.Run(name, func(t *testing.T) {
+			env, out, errOut := testEnv()
+			err := Main(t.Context(), env, append(cmd, "--help"))
+			if !errors.Is(err, pflag.ErrHelp) {
+				t.Fatalf("%s --help: got %v, want pflag.ErrHelp (exit 0)", name, err)
+			}
+			help := out.String() + errOut.String()
+			if !strings.HasPrefix(help, "Usage: dsbench "+name) {
+				t.Errorf("%s --help does not start with its synopsis:\n%s", name, help)
+			}
+			for _, line := range strings.Split(help, "\n") {
+				m := helpFlagRE.FindStringSubmatch(line)
+				if m == nil {
+					if strings.Contains(line, "--") && strings.HasPrefix(strings.TrimSpace(line), "-") {
+						t.Errorf("%s --help: flag line without a usage: %q", name, line)
+					}
+					continue
+				}
+				if m[2] != "" && !pflagTypeNames[m[2]] {
+					t.Errorf("%s --help shows %q as the value name of --%s (a back-quoted word in its usage?): %q", name, m[2], m[1], line)
+				}
+			}
+		})
+	}
+}
