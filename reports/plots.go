@@ -318,18 +318,28 @@ func ecdf(xs []float64) plotter.XYs {
 	return pts
 }
 
-// cdfPlot draws the ECDFs of per-node latencies, one line per controller.
-func cdfPlot(title string, byController map[string][]float64, order []string) (*plot.Plot, error) {
+// controllerWidth is a controller's line width in the CDFs: the first of
+// the order is drawn widest and beneath, so that where the curves coincide
+// both still show.
+func controllerWidth(i int) vg.Length {
+	if i == 0 {
+		return vg.Points(3.5)
+	}
+	return vg.Points(1.5)
+}
+
+// cdfFigure draws the ECDFs of per-node latencies, one line per controller,
+// from 0 seconds so that the gap between the curves reads as a ratio.
+func cdfFigure(title string, byController map[string][]float64, order []string) (*composed, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "seconds"
+	p.X.Tick.Marker = secondsTicks{}
 	p.Y.Label.Text = "fraction of nodes"
 	p.Y.Min, p.Y.Max = 0, 1
-	// Top left: a CDF rises from the bottom left to the top right.
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs = vg.Points(4)
+	p.Legend.TextStyle.Font.Size = keySize
 	p.Add(plotter.NewGrid())
-	for _, c := range order {
+	for i, c := range order {
 		xs := byController[c]
 		if len(xs) == 0 {
 			continue
@@ -340,11 +350,14 @@ func cdfPlot(title string, byController map[string][]float64, order []string) (*
 		}
 		l.StepStyle = plotter.PostStep
 		l.Color = controllerColor(c)
-		l.Width = vg.Points(1.5)
+		l.Width = controllerWidth(i)
 		p.Add(l)
 		p.Legend.Add(fmt.Sprintf("%s (n=%d)", c, len(xs)), l)
 	}
-	return p, nil
+	// From 0, and past the largest value so that the last rise to 1 does
+	// not lie on the frame.
+	p.X.Min, p.X.Max = 0, math.Max(p.X.Max*1.03, 1e-3)
+	return &composed{plot: p, height: figHeight}, nil
 }
 
 // integerTicks keeps the default ticks that fall on whole numbers (node counts).
@@ -426,26 +439,42 @@ func lighter(c color.Color) color.Color {
 	return color.RGBA{R: mix(r), G: mix(g), B: mix(b), A: 255}
 }
 
-// boxPlot draws, per category (total convergence, then each step), the
-// distribution over repetitions of upstream beside ours.
-func boxPlot(title string, categories []string, values map[string]map[string][]float64, order []string) (*plot.Plot, error) {
+// Box plots lie on their side: a category's name, which is a step's name
+// and may be a sentence, stands on its own line(s) left of its boxes instead
+// of sharing the x axis with its neighbours.
+const (
+	boxWidth     = 14 // points, the thickness of a box
+	boxSpacing   = 4  // points between a category's boxes
+	boxCatGap    = 14 // points between categories
+	boxNameRunes = 26 // a category name wraps beyond this
+)
+
+// boxFigure draws, per category (total convergence, then each step, from
+// the top), the distribution over repetitions of each controller of order,
+// one box beneath the other, on seconds from 0.
+func boxFigure(title string, categories []string, values map[string]map[string][]float64, order []string) (*composed, error) {
 	p := plot.New()
 	p.Title.Text = title
-	p.Y.Label.Text = "seconds"
+	p.X.Label.Text = "seconds"
+	p.X.Tick.Marker = secondsTicks{}
+	p.Legend.TextStyle.Font.Size = keySize
 	p.Add(plotter.NewGrid())
-	w := vg.Points(18)
+	w := vg.Points(boxWidth)
+	n := len(categories)
 	for ci, c := range order {
-		offset := (vg.Length(ci) - vg.Length(len(order)-1)/2) * (w + vg.Points(4))
+		// The first controller of order on top.
+		offset := -(vg.Length(ci) - vg.Length(len(order)-1)/2) * (w + boxSpacing)
 		drawn := false
 		for i, cat := range categories {
 			xs := values[cat][c]
 			if len(xs) == 0 {
 				continue
 			}
-			b, err := plotter.NewBoxPlot(w, float64(i), plotter.Values(xs))
+			b, err := plotter.NewBoxPlot(w, float64(n-1-i), plotter.Values(xs))
 			if err != nil {
 				return nil, fmt.Errorf("box plot %s/%s: %w", cat, c, err)
 			}
+			b.Horizontal = true
 			b.Offset = offset
 			b.FillColor = lighter(controllerColor(c))
 			b.BoxStyle.Color = controllerColor(c)
@@ -459,9 +488,16 @@ func boxPlot(title string, categories []string, values map[string]map[string][]f
 			p.Legend.Add(c, swatch{controllerColor(c)})
 		}
 	}
-	p.NominalX(categories...)
-	p.Legend.Top = true
-	return p, nil
+	names := make([]string, n)
+	for i, cat := range categories {
+		names[n-1-i] = wrapWords(cat, boxNameRunes)
+	}
+	p.NominalY(names...)
+	p.Y.Min, p.Y.Max = -0.5, float64(n)-0.5
+	// From 0, and past the largest value so that no outlier lies on the frame.
+	p.X.Min, p.X.Max = 0, math.Max(p.X.Max*1.04, 1e-3)
+	perCat := vg.Length(len(order))*(w+boxSpacing) + boxCatGap
+	return &composed{plot: p, height: max(figHeight*3/4, vg.Points(80)+vg.Length(n)*perCat)}, nil
 }
 
 // figures draws every plot of the report: per case a box plot of convergence
@@ -503,11 +539,11 @@ func (a *analysis) figures() ([]figure, error) {
 			}
 		}
 		if len(cats) > 0 {
-			p, err := boxPlot("convergence — "+cs.String(), cats, values, order)
+			f, err := boxFigure("convergence — "+cs.String(), cats, values, order)
 			if err != nil {
 				return nil, err
 			}
-			if err := add(figureBox, &composed{plot: p, height: figHeight}, "Convergence seconds over repetitions (box: quartiles, line: median, whiskers: 1.5 IQR)."); err != nil {
+			if err := add(figureBox, f, "Convergence seconds over repetitions, all steps then each step (box: quartiles, line: median, whiskers: 1.5 IQR)."); err != nil {
 				return nil, err
 			}
 		}
@@ -531,11 +567,11 @@ func (a *analysis) figures() ([]figure, error) {
 			if total == 0 {
 				continue
 			}
-			p, err := cdfPlot(measure.title+cs.String(), by, order)
+			f, err := cdfFigure(measure.title+cs.String(), by, order)
 			if err != nil {
 				return nil, err
 			}
-			if err := add(figureCDF, &composed{plot: p, height: figHeight}, measure.caption); err != nil {
+			if err := add(figureCDF, f, measure.caption+" Where the curves coincide, ours shows inside upstream's wider line."); err != nil {
 				return nil, err
 			}
 		}
