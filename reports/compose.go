@@ -33,8 +33,12 @@ type section struct {
 	draw   func(c draw.Canvas)
 }
 
-// legendPad separates the legend from the plot and the figure's edge.
-const legendPad = 8 // points
+// legendPad separates the legend from the plot and the figure's edge;
+// leftPad keeps the plot's labels off the figure's left edge.
+const (
+	legendPad = 8 // points
+	leftPad   = 4 // points
+)
 
 // png draws the figure w wide and returns it base64-encoded.
 func (f *composed) png(w vg.Length) (string, error) {
@@ -59,7 +63,7 @@ func (f *composed) png(w vg.Length) (string, error) {
 
 	// The data area's horizontal extent does not depend on the height, so
 	// the band can be laid out before the canvas is made.
-	probe := p.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Max: vg.Point{X: plotW, Y: plotH}}})
+	probe := p.DataCanvas(draw.Canvas{Rectangle: vg.Rectangle{Min: vg.Point{X: leftPad}, Max: vg.Point{X: plotW, Y: plotH}}})
 	xOf, _ := p.Transforms(&probe)
 	var band, key section
 	if f.band != nil {
@@ -80,7 +84,7 @@ func (f *composed) png(w vg.Length) (string, error) {
 		dc.FillText(title.TextStyle, vg.Point{X: plotW / 2, Y: dc.Max.Y + descent}, title.Text)
 	}
 	plotC := draw.Canvas{Canvas: img, Rectangle: vg.Rectangle{
-		Min: vg.Point{Y: key.height},
+		Min: vg.Point{X: leftPad, Y: key.height},
 		Max: vg.Point{X: plotW, Y: key.height + plotH},
 	}}
 	p.Draw(plotC)
