@@ -89,7 +89,7 @@ func (a *analysis) html() ([]byte, error) {
 		// The tag is built here rather than by the template, whose attribute
 		// escaping would turn every '+' of the base64 into "&#43;". The base64
 		// alphabet needs no escaping; the title is escaped.
-		img := fmt.Sprintf(`<img src="data:image/png;base64,%s" alt="%s">`, f.PNG, html.EscapeString(f.Title))
+		img := fmt.Sprintf(`<img class="%s" src="data:image/png;base64,%s" alt="%s">`, f.Kind, f.PNG, html.EscapeString(f.Title))
 		page.Figures = append(page.Figures, htmlFigure{Title: f.Title, Caption: f.Caption, Img: template.HTML(img)})
 	}
 	var buf bytes.Buffer

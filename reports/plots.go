@@ -1,22 +1,25 @@
 package reports
 
 import (
-	"bytes"
-	"encoding/base64"
 	"fmt"
 	"image/color"
 	"math"
 	"slices"
 	"strconv"
+	"time"
 
+	stdfont "golang.org/x/image/font"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
 
 // figure is one embedded plot.
 type figure struct {
+	Kind    string // figureBox, figureCDF or figureTimeline
 	Title   string
 	Caption string
 	PNG     string // base64
@@ -30,7 +33,19 @@ var (
 	colorReady    = color.RGBA{R: 44, G: 160, B: 44, A: 255}
 	colorUpdated  = color.RGBA{R: 214, G: 39, B: 40, A: 255}
 	colorMarker   = color.RGBA{R: 120, G: 120, B: 120, A: 255}
+	colorKeyText  = color.RGBA{R: 34, G: 34, B: 34, A: 255}
 )
+
+// Figure kinds, also the class of a figure's <img> in report.html.
+const (
+	figureBox      = "box"
+	figureCDF      = "cdf"
+	figureTimeline = "timeline"
+)
+
+const timelineCaption = "Counts observed by the harness (desired from the oracle, not from DaemonSet status) from the first step's start; the setup before it is not shown. " +
+	"Dashed verticals mark step starts, numbered above the plot and named in the key below it. " +
+	"Where counts coincide every line still shows: current is the widest, ready inside it, updated inside that, desired dashed on top."
 
 func controllerColor(c string) color.Color {
 	if c == ControllerOurs {
@@ -44,51 +59,194 @@ const (
 	figHeight = 3.6 * vg.Inch
 )
 
-// encodePNG draws p and returns it base64-encoded.
-func encodePNG(p *plot.Plot, w, h vg.Length) (string, error) {
-	wt, err := p.WriterTo(w, h, "png")
-	if err != nil {
-		return "", fmt.Errorf("drawing plot %q: %w", p.Title.Text, err)
-	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return "", fmt.Errorf("encoding plot %q: %w", p.Title.Text, err)
-	}
-	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+// Timeline styles. Where counts coincide (current and updated through a
+// first rollout, all of them once converged) every series must still show:
+// they are drawn widest first, so that each narrower line lies inside the
+// wider ones beneath it, and desired, the target, is dashed on top.
+var timelineSeries = []struct {
+	name   string
+	col    color.Color
+	width  vg.Length
+	dashes []vg.Length
+	value  func(TimelinePoint) int
+}{
+	{"current", colorCurrent, vg.Points(6), nil, func(pt TimelinePoint) int { return pt.Current }},
+	{"ready", colorReady, vg.Points(3.5), nil, func(pt TimelinePoint) int { return pt.Ready }},
+	{"updated", colorUpdated, vg.Points(1.5), nil, func(pt TimelinePoint) int { return pt.Updated }},
+	{"desired", colorDesired, vg.Points(1), []vg.Length{vg.Points(4), vg.Points(3)}, func(pt TimelinePoint) int { return pt.Desired }},
 }
 
-// timelinePlot draws one DaemonSet's counts against seconds since the run
-// started, as step lines, with a dashed vertical line and label per step.
-func timelinePlot(run *Run, tl Timeline) (*plot.Plot, error) {
+// timelineLegendOrder lists the series in the legend: the target first.
+var timelineLegendOrder = []string{"desired", "current", "ready", "updated"}
+
+// timelineOrigin is time 0 of a run's timelines: the first step's start, so
+// that the run's setup (cluster, seed objects, watches) is not drawn. A run
+// without steps starts at its first observation.
+func timelineOrigin(run *Run, tl Timeline) time.Time {
+	if len(run.Steps) > 0 {
+		origin := run.Steps[0].Start
+		for _, st := range run.Steps[1:] {
+			if st.Start.Before(origin) {
+				origin = st.Start
+			}
+		}
+		return origin
+	}
+	if len(tl.Points) > 0 {
+		return tl.Points[0].Time
+	}
+	return run.Start
+}
+
+// sinceOrigin returns one count of a timeline against seconds since origin.
+// The value in force at origin, the last point at or before it, is drawn
+// from x = 0; the points before it are left out. Values are never moved.
+func sinceOrigin(points []TimelinePoint, origin time.Time, value func(TimelinePoint) int) plotter.XYs {
+	first := 0
+	for i, pt := range points {
+		if pt.Time.After(origin) {
+			break
+		}
+		first = i
+	}
+	var xys plotter.XYs
+	for _, pt := range points[first:] {
+		x := math.Max(pt.Time.Sub(origin).Seconds(), 0)
+		xys = append(xys, plotter.XY{X: x, Y: float64(value(pt))})
+	}
+	return xys
+}
+
+// stepMarker is a step's vertical line on a timeline: its x and the label
+// of its chip, its number in the run.
+type stepMarker struct {
+	X     float64
+	Label string
+	Name  string
+}
+
+// Step chips: a step's number, white on colorStepChip, above the data area
+// at the step's marker; the key below the plot repeats each chip with the
+// step's name. The colour is used for nothing else, which lets the browser
+// test find the chips in a screenshot.
+var (
+	colorStepChip = color.RGBA{R: 106, G: 61, B: 154, A: 255}
+	chipFont      = font.Font{Typeface: "Liberation", Variant: "Sans", Weight: stdfont.WeightBold}
+)
+
+const (
+	chipPadX  = 3   // points left and right of a chip's number
+	chipPadY  = 1   // points above and below it
+	chipGap   = 3   // points between the chips of a row
+	chipRowUp = 2   // points between rows of chips
+	keyGap    = 14  // points between the entries of a key line
+	keyIndent = 3   // points between a key's chip and its text
+	keyTop    = 6   // points between the plot and the key
+	keySize   = 10  // the key's font size
+	chipSize  = 8.5 // the chips' font size
+)
+
+func chipStyle(h text.Handler) text.Style {
+	return text.Style{
+		Color:   color.White,
+		Font:    font.From(chipFont, chipSize),
+		XAlign:  draw.XCenter,
+		YAlign:  draw.YCenter,
+		Handler: h,
+	}
+}
+
+func chipSizeOf(sty text.Style, label string) (w, h vg.Length) {
+	return sty.Width(label) + 2*chipPadX, sty.FontExtents().Height + 2*chipPadY
+}
+
+// drawChip draws a step's chip with its lower left corner at (x, y).
+func drawChip(c draw.Canvas, sty text.Style, x, y vg.Length, label string) {
+	w, h := chipSizeOf(sty, label)
+	c.FillPolygon(colorStepChip, []vg.Point{{X: x, Y: y}, {X: x + w, Y: y}, {X: x + w, Y: y + h}, {X: x, Y: y + h}})
+	c.FillText(sty, vg.Point{X: x + w/2, Y: y + h/2}, label)
+}
+
+// stepBand lays out the markers' chips in rows above the data area so that
+// none overlap (see stackLabels): steps closer than a chip's width stack.
+func stepBand(sty text.Style, markers []stepMarker) func(x func(float64) vg.Length, lo, hi vg.Length) section {
+	return func(xOf func(float64) vg.Length, lo, hi vg.Length) section {
+		if len(markers) == 0 {
+			return section{}
+		}
+		anchors := make([]float64, len(markers))
+		widths := make([]float64, len(markers))
+		var chipH vg.Length
+		for i, m := range markers {
+			w, h := chipSizeOf(sty, m.Label)
+			anchors[i], widths[i], chipH = float64(xOf(m.X)), float64(w), h
+		}
+		places, rows := stackLabels(anchors, widths, chipGap, float64(lo), float64(hi))
+		rowH := chipH + chipRowUp
+		return section{
+			height: vg.Length(rows)*rowH - chipRowUp,
+			draw: func(c draw.Canvas) {
+				for i, pl := range places {
+					drawChip(c, sty, vg.Length(pl.Left), c.Min.Y+vg.Length(pl.Row)*rowH, markers[i].Label)
+				}
+			},
+		}
+	}
+}
+
+// stepKeySection names each chip below the plot: chip, name and start in seconds
+// since the first step, flowed into lines (see flowLines).
+func stepKeySection(chip, sty text.Style, markers []stepMarker) func(width vg.Length) section {
+	return func(width vg.Length) section {
+		if len(markers) == 0 {
+			return section{}
+		}
+		texts := make([]string, len(markers))
+		widths := make([]float64, len(markers))
+		var lineH vg.Length
+		for i, m := range markers {
+			texts[i] = fmt.Sprintf("%s (%.2f s)", m.Name, m.X)
+			cw, ch := chipSizeOf(chip, m.Label)
+			widths[i] = float64(cw + keyIndent + sty.Width(texts[i]))
+			lineH = max(ch, sty.FontExtents().Height) + chipRowUp
+		}
+		places, lines := flowLines(widths, keyGap, float64(width))
+		return section{
+			height: keyTop + vg.Length(lines)*lineH,
+			draw: func(c draw.Canvas) {
+				for i, pl := range places {
+					x := c.Min.X + vg.Length(pl.Left)
+					y := c.Max.Y - keyTop - vg.Length(pl.Row+1)*lineH
+					cw, ch := chipSizeOf(chip, markers[i].Label)
+					drawChip(c, chip, x, y, markers[i].Label)
+					c.FillText(sty, vg.Point{X: x + cw + keyIndent, Y: y + ch/2}, texts[i])
+				}
+			},
+		}
+	}
+}
+
+// timelineFigure draws one DaemonSet's counts against seconds since the
+// run's first step, as step lines, with a dashed vertical line per step,
+// numbered by a chip above the data area and named in the key below.
+func timelineFigure(run *Run, tl Timeline) (*composed, error) {
+	origin := timelineOrigin(run, tl)
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s — %s, %s, repetition %d", tl.DaemonSet, run.Scenario, run.Controller, run.Repetition)
-	p.X.Label.Text = "seconds since run start"
+	p.X.Label.Text = "seconds since the first step (setup not shown)"
+	p.X.Tick.Marker = secondsTicks{}
 	p.Y.Label.Text = "nodes"
 	p.Y.Tick.Marker = integerTicks{}
-	// Bottom right: by then every count has risen to desired.
-	p.Legend.Top, p.Legend.Left = false, false
-	p.Legend.YOffs = vg.Points(4)
-	p.Legend.XOffs = vg.Points(-4)
-	series := []struct {
-		name  string
-		col   color.Color
-		dash  bool
-		value func(TimelinePoint) int
-	}{
-		{"desired", colorDesired, true, func(pt TimelinePoint) int { return pt.Desired }},
-		{"current", colorCurrent, false, func(pt TimelinePoint) int { return pt.Current }},
-		{"ready", colorReady, false, func(pt TimelinePoint) int { return pt.Ready }},
-		{"updated", colorUpdated, false, func(pt TimelinePoint) int { return pt.Updated }},
-	}
-	ymax := 1.0
-	xmax := 0.0
-	for _, s := range series {
-		xys := make(plotter.XYs, len(tl.Points))
-		for i, pt := range tl.Points {
-			xys[i].X = pt.Time.Sub(run.Start).Seconds()
-			xys[i].Y = float64(s.value(pt))
-			ymax = math.Max(ymax, xys[i].Y)
-			xmax = math.Max(xmax, xys[i].X)
+	p.Legend.TextStyle.Font.Size = keySize
+	p.Add(plotter.NewGrid())
+
+	ymax, xmax := 1.0, 0.0
+	lines := map[string]*plotter.Line{}
+	for _, s := range timelineSeries {
+		xys := sinceOrigin(tl.Points, origin, s.value)
+		for _, xy := range xys {
+			ymax = math.Max(ymax, xy.Y)
+			xmax = math.Max(xmax, xy.X)
 		}
 		l, err := plotter.NewLine(xys)
 		if err != nil {
@@ -96,20 +254,15 @@ func timelinePlot(run *Run, tl Timeline) (*plot.Plot, error) {
 		}
 		l.StepStyle = plotter.PostStep
 		l.Color = s.col
-		l.Width = vg.Points(1.5)
-		if s.dash {
-			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-		}
-		p.Add(l)
-		p.Legend.Add(s.name, l)
+		l.Width = s.width
+		l.Dashes = s.dashes
+		lines[s.name] = l
 	}
-	top := ymax * 1.12
-	var labels plotter.XYLabels
+	top := ymax * 1.08
+	var markers []stepMarker
 	for i, st := range run.Steps {
-		x := st.Start.Sub(run.Start).Seconds()
-		if x < 0 {
-			continue
-		}
+		x := st.Start.Sub(origin).Seconds()
+		xmax = math.Max(xmax, x)
 		l, err := plotter.NewLine(plotter.XYs{{X: x, Y: 0}, {X: x, Y: top}})
 		if err != nil {
 			return nil, fmt.Errorf("step marker %s: %w", st.Name, err)
@@ -117,25 +270,25 @@ func timelinePlot(run *Run, tl Timeline) (*plot.Plot, error) {
 		l.Color = colorMarker
 		l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 		p.Add(l)
-		labels.XYs = append(labels.XYs, plotter.XY{X: x, Y: top})
-		labels.Labels = append(labels.Labels, stepKey(run.Steps, i))
+		markers = append(markers, stepMarker{X: x, Label: strconv.Itoa(i + 1), Name: stepKey(run.Steps, i)})
 	}
-	if len(labels.XYs) > 0 {
-		lb, err := plotter.NewLabels(labels)
-		if err != nil {
-			return nil, fmt.Errorf("step labels: %w", err)
-		}
-		for i := range lb.TextStyle {
-			lb.TextStyle[i].Color = colorMarker
-			lb.TextStyle[i].YAlign = draw.YTop
-			lb.Offset = vg.Point{X: vg.Points(2)}
-		}
-		p.Add(lb)
+	for _, s := range timelineSeries {
+		p.Add(lines[s.name])
+	}
+	for _, name := range timelineLegendOrder {
+		p.Legend.Add(name, lines[name])
 	}
 	p.Y.Min, p.Y.Max = 0, top
 	p.X.Min, p.X.Max = 0, math.Max(xmax*1.03, 1)
-	p.Add(plotter.NewGrid())
-	return p, nil
+
+	chip := chipStyle(p.TextHandler)
+	keyText := text.Style{Color: colorKeyText, Font: font.From(plot.DefaultFont, keySize), YAlign: draw.YCenter, Handler: p.TextHandler}
+	return &composed{
+		plot:   p,
+		height: figHeight,
+		band:   stepBand(chip, markers),
+		key:    stepKeySection(chip, keyText, markers),
+	}, nil
 }
 
 // maxCDFPoints bounds the drawn points of a CDF; larger samples are drawn at
@@ -165,18 +318,28 @@ func ecdf(xs []float64) plotter.XYs {
 	return pts
 }
 
-// cdfPlot draws the ECDFs of per-node latencies, one line per controller.
-func cdfPlot(title string, byController map[string][]float64, order []string) (*plot.Plot, error) {
+// controllerWidth is a controller's line width in the CDFs: the first of
+// the order is drawn widest and beneath, so that where the curves coincide
+// both still show.
+func controllerWidth(i int) vg.Length {
+	if i == 0 {
+		return vg.Points(3.5)
+	}
+	return vg.Points(1.5)
+}
+
+// cdfFigure draws the ECDFs of per-node latencies, one line per controller,
+// from 0 seconds so that the gap between the curves reads as a ratio.
+func cdfFigure(title string, byController map[string][]float64, order []string) (*composed, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "seconds"
+	p.X.Tick.Marker = secondsTicks{}
 	p.Y.Label.Text = "fraction of nodes"
 	p.Y.Min, p.Y.Max = 0, 1
-	// Top left: a CDF rises from the bottom left to the top right.
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs = vg.Points(4)
+	p.Legend.TextStyle.Font.Size = keySize
 	p.Add(plotter.NewGrid())
-	for _, c := range order {
+	for i, c := range order {
 		xs := byController[c]
 		if len(xs) == 0 {
 			continue
@@ -187,11 +350,14 @@ func cdfPlot(title string, byController map[string][]float64, order []string) (*
 		}
 		l.StepStyle = plotter.PostStep
 		l.Color = controllerColor(c)
-		l.Width = vg.Points(1.5)
+		l.Width = controllerWidth(i)
 		p.Add(l)
 		p.Legend.Add(fmt.Sprintf("%s (n=%d)", c, len(xs)), l)
 	}
-	return p, nil
+	// From 0, and past the largest value so that the last rise to 1 does
+	// not lie on the frame.
+	p.X.Min, p.X.Max = 0, math.Max(p.X.Max*1.03, 1e-3)
+	return &composed{plot: p, height: figHeight}, nil
 }
 
 // integerTicks keeps the default ticks that fall on whole numbers (node counts).
@@ -211,6 +377,54 @@ func (integerTicks) Ticks(min, max float64) []plot.Tick {
 	return out
 }
 
+// secondsTicks marks an axis of seconds at a round step (1, 2 or 5 times a
+// power of ten) giving at most maxTickIntervals intervals, labelled with as
+// few decimals as the step needs, with a minor tick halfway. (gonum's
+// DefaultTicks marks 0 to 26 with "0.00" and "25.00" only.)
+type secondsTicks struct{}
+
+const maxTickIntervals = 8
+
+func (secondsTicks) Ticks(min, max float64) []plot.Tick {
+	step := roundStep(max - min)
+	if step == 0 {
+		return (plot.DefaultTicks{}).Ticks(min, max)
+	}
+	decimals := 0
+	if step < 1 {
+		decimals = int(math.Ceil(-math.Log10(step) - 1e-9))
+	}
+	var out []plot.Tick
+	half := step / 2
+	for k := math.Ceil(min/half - 1e-9); k*half <= max+half*1e-9; k++ {
+		v := k * half
+		if v == 0 {
+			v = 0 // not -0
+		}
+		t := plot.Tick{Value: v}
+		if math.Mod(k, 2) == 0 {
+			t.Label = strconv.FormatFloat(v, 'f', decimals, 64)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// roundStep returns the smallest of 1, 2 and 5 times a power of ten that
+// cuts span into at most maxTickIntervals intervals, 0 for an empty span.
+func roundStep(span float64) float64 {
+	if !(span > 0) || math.IsInf(span, 0) {
+		return 0
+	}
+	mag := math.Pow(10, math.Floor(math.Log10(span/maxTickIntervals)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if span/(m*mag) <= maxTickIntervals+1e-9 {
+			return m * mag
+		}
+	}
+	return 10 * mag
+}
+
 // swatch is a filled-square legend entry.
 type swatch struct{ c color.Color }
 
@@ -225,26 +439,42 @@ func lighter(c color.Color) color.Color {
 	return color.RGBA{R: mix(r), G: mix(g), B: mix(b), A: 255}
 }
 
-// boxPlot draws, per category (total convergence, then each step), the
-// distribution over repetitions of upstream beside ours.
-func boxPlot(title string, categories []string, values map[string]map[string][]float64, order []string) (*plot.Plot, error) {
+// Box plots lie on their side: a category's name, which is a step's name
+// and may be a sentence, stands on its own line(s) left of its boxes instead
+// of sharing the x axis with its neighbours.
+const (
+	boxWidth     = 14 // points, the thickness of a box
+	boxSpacing   = 4  // points between a category's boxes
+	boxCatGap    = 14 // points between categories
+	boxNameRunes = 26 // a category name wraps beyond this
+)
+
+// boxFigure draws, per category (total convergence, then each step, from
+// the top), the distribution over repetitions of each controller of order,
+// one box beneath the other, on seconds from 0.
+func boxFigure(title string, categories []string, values map[string]map[string][]float64, order []string) (*composed, error) {
 	p := plot.New()
 	p.Title.Text = title
-	p.Y.Label.Text = "seconds"
+	p.X.Label.Text = "seconds"
+	p.X.Tick.Marker = secondsTicks{}
+	p.Legend.TextStyle.Font.Size = keySize
 	p.Add(plotter.NewGrid())
-	w := vg.Points(18)
+	w := vg.Points(boxWidth)
+	n := len(categories)
 	for ci, c := range order {
-		offset := (vg.Length(ci) - vg.Length(len(order)-1)/2) * (w + vg.Points(4))
+		// The first controller of order on top.
+		offset := -(vg.Length(ci) - vg.Length(len(order)-1)/2) * (w + boxSpacing)
 		drawn := false
 		for i, cat := range categories {
 			xs := values[cat][c]
 			if len(xs) == 0 {
 				continue
 			}
-			b, err := plotter.NewBoxPlot(w, float64(i), plotter.Values(xs))
+			b, err := plotter.NewBoxPlot(w, float64(n-1-i), plotter.Values(xs))
 			if err != nil {
 				return nil, fmt.Errorf("box plot %s/%s: %w", cat, c, err)
 			}
+			b.Horizontal = true
 			b.Offset = offset
 			b.FillColor = lighter(controllerColor(c))
 			b.BoxStyle.Color = controllerColor(c)
@@ -258,9 +488,16 @@ func boxPlot(title string, categories []string, values map[string]map[string][]f
 			p.Legend.Add(c, swatch{controllerColor(c)})
 		}
 	}
-	p.NominalX(categories...)
-	p.Legend.Top = true
-	return p, nil
+	names := make([]string, n)
+	for i, cat := range categories {
+		names[n-1-i] = wrapWords(cat, boxNameRunes)
+	}
+	p.NominalY(names...)
+	p.Y.Min, p.Y.Max = -0.5, float64(n)-0.5
+	// From 0, and past the largest value so that no outlier lies on the frame.
+	p.X.Min, p.X.Max = 0, math.Max(p.X.Max*1.04, 1e-3)
+	perCat := vg.Length(len(order))*(w+boxSpacing) + boxCatGap
+	return &composed{plot: p, height: max(figHeight*3/4, vg.Points(80)+vg.Length(n)*perCat)}, nil
 }
 
 // figures draws every plot of the report: per case a box plot of convergence
@@ -268,12 +505,12 @@ func boxPlot(title string, categories []string, values map[string]map[string][]f
 // the first successful repetition of each controller.
 func (a *analysis) figures() ([]figure, error) {
 	var figs []figure
-	add := func(p *plot.Plot, h vg.Length, caption string) error {
-		png, err := encodePNG(p, figWidth, h)
+	add := func(kind string, f *composed, caption string) error {
+		png, err := f.png(figWidth)
 		if err != nil {
 			return err
 		}
-		figs = append(figs, figure{Title: p.Title.Text, Caption: caption, PNG: png})
+		figs = append(figs, figure{Kind: kind, Title: f.plot.Title.Text, Caption: caption, PNG: png})
 		return nil
 	}
 	order := []string{ControllerUpstream, ControllerOurs}
@@ -302,11 +539,11 @@ func (a *analysis) figures() ([]figure, error) {
 			}
 		}
 		if len(cats) > 0 {
-			p, err := boxPlot("convergence — "+cs.String(), cats, values, order)
+			f, err := boxFigure("convergence — "+cs.String(), cats, values, order)
 			if err != nil {
 				return nil, err
 			}
-			if err := add(p, figHeight, "Convergence seconds over repetitions (box: quartiles, line: median, whiskers: 1.5 IQR)."); err != nil {
+			if err := add(figureBox, f, "Convergence seconds over repetitions, all steps then each step (box: quartiles, line: median, whiskers: 1.5 IQR)."); err != nil {
 				return nil, err
 			}
 		}
@@ -330,11 +567,11 @@ func (a *analysis) figures() ([]figure, error) {
 			if total == 0 {
 				continue
 			}
-			p, err := cdfPlot(measure.title+cs.String(), by, order)
+			f, err := cdfFigure(measure.title+cs.String(), by, order)
 			if err != nil {
 				return nil, err
 			}
-			if err := add(p, figHeight, measure.caption); err != nil {
+			if err := add(figureCDF, f, measure.caption+" Where the curves coincide, ours shows inside upstream's wider line."); err != nil {
 				return nil, err
 			}
 		}
@@ -353,11 +590,11 @@ func (a *analysis) figures() ([]figure, error) {
 				if len(tl.Points) == 0 {
 					continue
 				}
-				p, err := timelinePlot(run, tl)
+				f, err := timelineFigure(run, tl)
 				if err != nil {
 					return nil, err
 				}
-				if err := add(p, figHeight, "Counts observed by the harness (desired from the oracle, not from DaemonSet status); dashed verticals mark step starts."); err != nil {
+				if err := add(figureTimeline, f, timelineCaption); err != nil {
 					return nil, err
 				}
 			}
