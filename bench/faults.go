@@ -119,7 +119,7 @@ func (s *runState) rejectCreates(ctx context.Context, r *scenarios.RejectCreates
 	quotas := s.r.client.CoreV1().ResourceQuotas(ns)
 	q := &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Name: RejectCreatesQuota, Namespace: ns},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(strconv.Itoa(r.Pods))}},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(strconv.Itoa(s.sc.FaultQuota(r)))}},
 	}
 	if _, err := quotas.Create(ctx, q, metav1.CreateOptions{}); err != nil {
 		return 0, fmt.Errorf("creating ResourceQuota %s/%s: %w", ns, RejectCreatesQuota, err)

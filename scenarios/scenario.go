@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"maps"
 	"slices"
 	"strings"
@@ -312,4 +313,14 @@ func (s *Scenario) FaultNamespace(r *RejectCreates) (string, error) {
 		return "", errors.New("the scenario has no DaemonSet to take the namespace from: say which one")
 	}
 	return ns, nil
+}
+
+// FaultQuota is the number of pods a rejectCreates fault allows: its count,
+// or its percentage of the scenario's nodes, rounded down.
+func (s *Scenario) FaultQuota(r *RejectCreates) int {
+	n, err := intstr.GetScaledValueFromIntOrPercent(&r.Pods, s.DefaultNodes(), false)
+	if err != nil || n < 0 {
+		return 0 // Validate refuses such values
+	}
+	return n
 }

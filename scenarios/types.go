@@ -535,16 +535,19 @@ type KillStorm struct {
 }
 
 // RejectCreates makes the API server refuse pod creates beyond Pods pods in
-// Namespace (a ResourceQuota) for For, then lifts the quota. With
+// Namespace (a ResourceQuota) for For, then lifts the quota. Pods is a
+// count, or a percentage of the scenario's nodes at its start (after
+// --nodes scaling), so that the share refused stays the same at any size.
+// With
 // MaxCallsPerMinute set, a controller that sends more API calls per minute
 // than that while the quota holds is a HotLoop violation.
 type RejectCreates struct {
 	// Namespace defaults to the namespace of the scenario's DaemonSets when
 	// they share one.
-	Namespace         string   `json:"namespace,omitempty"`
-	Pods              int      `json:"pods"`
-	For               Duration `json:"for"`
-	MaxCallsPerMinute float64  `json:"maxCallsPerMinute,omitempty"`
+	Namespace         string             `json:"namespace,omitempty"`
+	Pods              intstr.IntOrString `json:"pods"`
+	For               Duration           `json:"for"`
+	MaxCallsPerMinute float64            `json:"maxCallsPerMinute,omitempty"`
 }
 
 // APIServerRestart kills the local KWOK cluster's kube-apiserver and starts

@@ -663,9 +663,7 @@ func (v *validator) fault(f *FaultStep, kpath string, st *simState) {
 	}
 	if r := f.RejectCreates; r != nil {
 		path := joinPath(kpath, "rejectCreates")
-		if r.Pods < 0 {
-			v.errorf(joinPath(path, "pods"), "pods must not be negative")
-		}
+		v.intOrPercent(joinPath(path, "pods"), r.Pods)
 		if r.For.Duration <= 0 {
 			v.errorf(joinPath(path, "for"), "for must be a positive duration such as \"30s\"")
 		}
