@@ -694,7 +694,28 @@ func (c *Core) coverage(gaps []Gap) reports.Coverage {
 		cov.ObservedFraction = float64(cov.PodsObserved) / float64(cov.PodsExpected)
 	}
 	for _, g := range gaps {
-		cov.WatchGaps = append(cov.WatchGaps, reports.WatchGap{Resource: g.Resource, Start: g.Start, Seconds: g.End.Sub(g.Start).Seconds(), Reason: g.Reason})
+		wg := reports.WatchGap{Resource: g.Resource, Start: g.Start, Seconds: g.End.Sub(g.Start).Seconds(), Reason: g.Reason}
+		wg.DuringFault = c.faultBreakingWatches(g.Start, g.End)
+		cov.WatchGaps = append(cov.WatchGaps, wg)
 	}
 	return cov
+}
+
+// watchBreakSlack is how long after an API server restart returned the
+// harness's watches may still be resuming: it lists again first.
+const watchBreakSlack = 5 * time.Second
+
+// faultBreakingWatches names the fault step that explains a watch gap from
+// start to end: an API server restart, which breaks every watch, that began
+// by the gap's end and had returned at most watchBreakSlack before its start.
+func (c *Core) faultBreakingWatches(start, end time.Time) string {
+	for _, f := range c.faults {
+		if f.Kind != string(scenarios.FaultAPIServerRestart) {
+			continue
+		}
+		if !f.Start.After(end) && !start.After(f.End.Add(watchBreakSlack)) {
+			return f.Step
+		}
+	}
+	return ""
 }

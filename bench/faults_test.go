@@ -125,3 +125,27 @@ func TestKillStormDrawsAreSeeded(t *testing.T) {
 		t.Errorf("an empty span drew %v, want its min", d)
 	}
 }
+
+// Only a gap that an API server restart explains is excused, and only near
+// it: a gap elsewhere in the run still fails the run.
+func TestWatchGapsExplainedOnlyByARestartNearThem(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	c := NewCore(CoreConfig{Scenario: &scenarios.Scenario{}, Oracle: oracleConfig(nil)})
+	c.FaultEnded(reports.Fault{Step: "quota", Kind: string(scenarios.FaultRejectCreates), Start: at(0), End: at(30)})
+	c.FaultEnded(reports.Fault{Step: "restart", Kind: string(scenarios.FaultAPIServerRestart), Start: at(40), End: at(58)})
+	for _, tc := range []struct {
+		from, to float64
+		want     string
+	}{
+		{41, 58.04, "restart"}, // the watches broke with the kill
+		{60, 60.05, "restart"}, // resumed just after the restart returned
+		{63.1, 63.2, ""},       // past the slack
+		{10, 10.1, ""},         // during a fault that breaks no watch
+		{38, 39.9, ""},         // before the restart
+	} {
+		if got := c.faultBreakingWatches(at(tc.from), at(tc.to)); got != tc.want {
+			t.Errorf("gap %v-%v s: explained by %q, want %q", tc.from, tc.to, got, tc.want)
+		}
+	}
+}

@@ -419,3 +419,39 @@ func TestBaselineTolerances(t *testing.T) {
 		}
 	}
 }
+
+// A watch gap that a declared fault caused is a warning, not a failure; any
+// other gap in the same run still fails it.
+func TestWatchGapDuringAFaultIsMarkedNotExcused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		gaps  []WatchGap
+		holds bool
+	}{
+		{"during a restart", []WatchGap{{Resource: "pods", Seconds: 0.04, DuringFault: "restart"}}, true},
+		{"during a restart and another", []WatchGap{{Resource: "pods", Seconds: 0.04, DuringFault: "restart"}, {Resource: "nodes", Seconds: 2}}, false},
+		{"no fault", []WatchGap{{Resource: "pods", Seconds: 0.04}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newReport([]float64{10, 10.2, 9.9}, nil)
+			for i := range r.Runs {
+				if r.Runs[i].Controller == ControllerOurs {
+					r.Runs[i].Coverage.WatchGaps = tc.gaps
+				}
+			}
+			findings := CheckInvariants(r)
+			if got := Holds(findings, ControllerOurs); got != tc.holds {
+				t.Errorf("holds = %v, want %v: %+v", got, tc.holds, findings)
+			}
+			warned := false
+			for _, f := range findings {
+				if f.Check == CheckWatchGap && f.Severity == SeverityWarn && strings.Contains(f.Detail, "restart") {
+					warned = true
+				}
+			}
+			if tc.gaps[0].DuringFault != "" && !warned {
+				t.Errorf("the fault's gap is not reported: %+v", findings)
+			}
+		})
+	}
+}

@@ -363,6 +363,9 @@ type WatchGap struct {
 	Start    time.Time `json:"start"`
 	Seconds  float64   `json:"seconds"`
 	Reason   string    `json:"reason,omitempty"`
+	// DuringFault names the fault step that broke the watches (an API
+	// server restart): the gap is expected, and still reported.
+	DuringFault string `json:"duringFault,omitempty"`
 }
 
 // Timeline is the harness's own count of a DaemonSet's pods over time
