@@ -146,22 +146,25 @@ func newEnvOn(t *testing.T, cluster *kwok.Cluster) *env {
 }
 
 // startController runs our controller in-process until stopController or
-// cleanup. Its client has no client-side rate limit.
+// cleanup. Its client has no client-side rate limit, and its requests are
+// counted in its metrics (api_requests_total), as run.go wires them.
 func (e *env) startController(mode plan.BindMode) {
 	t := e.t
 	t.Helper()
 	if _, busy := controllerRunning.LoadOrStore(e.cluster.Kubeconfig(), true); busy {
 		t.Fatalf("a controller already runs against cluster %s", e.cluster.Name())
 	}
+	metrics := controller.NewMetrics()
 	cfg := rest.CopyConfig(e.cfg)
 	cfg.QPS, cfg.Burst = -1, 0
 	cfg.ContentType = runtime.ContentTypeProtobuf // as the binary's default
 	cfg.UserAgent = "dsbench-integration-test/" + controller.ComponentName
+	cfg.Wrap(metrics.WrapTransport)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := controller.NewController(controller.Config{Client: client, Workers: 4, BindMode: mode})
+	c, err := controller.NewController(controller.Config{Client: client, Workers: 4, BindMode: mode, Metrics: metrics})
 	if err != nil {
 		t.Fatal(err)
 	}

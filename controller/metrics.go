@@ -28,6 +28,7 @@ type Metrics struct {
 	dsDesired    *prometheus.GaugeVec
 	dsUpdated    *prometheus.GaugeVec
 	dsAvailable  *prometheus.GaugeVec
+	dsSyncs      *prometheus.CounterVec
 
 	wqDepth       *prometheus.GaugeVec
 	wqAdds        *prometheus.CounterVec
@@ -76,6 +77,10 @@ func NewMetrics() *Metrics {
 		Namespace: ns, Name: "daemonset_number_available",
 		Help: "Nodes running an available pod of the DaemonSet, as last computed.",
 	}, dsLabels)
+	m.dsSyncs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Name: "daemonset_syncs_total",
+		Help: "Syncs of a DaemonSet that exists; one that keeps climbing while nothing changes is a hot loop.",
+	}, dsLabels)
 
 	q := []string{"name"}
 	m.wqDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -108,7 +113,7 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.syncDuration, m.podsCreated, m.podsDeleted, m.podErrors, m.apiRequests,
-		m.dsDesired, m.dsUpdated, m.dsAvailable,
+		m.dsDesired, m.dsUpdated, m.dsAvailable, m.dsSyncs,
 		m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongestProc, m.wqRetries,
 	)
 	return m
@@ -126,12 +131,13 @@ func (m *Metrics) setDaemonSetGauges(namespace, name string, desired, updated, a
 	m.dsAvailable.WithLabelValues(namespace, name).Set(float64(available))
 }
 
-// deleteDaemonSetGauges drops the series of a DaemonSet that is gone, so
+// deleteDaemonSetSeries drops the series of a DaemonSet that is gone, so
 // that churn does not grow the registry forever.
-func (m *Metrics) deleteDaemonSetGauges(namespace, name string) {
+func (m *Metrics) deleteDaemonSetSeries(namespace, name string) {
 	m.dsDesired.DeleteLabelValues(namespace, name)
 	m.dsUpdated.DeleteLabelValues(namespace, name)
 	m.dsAvailable.DeleteLabelValues(namespace, name)
+	m.dsSyncs.DeleteLabelValues(namespace, name)
 }
 
 // workqueueProvider adapts Metrics to workqueue.MetricsProvider; each queue

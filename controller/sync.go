@@ -50,12 +50,13 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		c.expectations.Delete(key)
 		c.forgetBackoff(key)
 		c.forgetStatus(key)
-		c.metrics.deleteDaemonSetGauges(namespace, name)
+		c.metrics.deleteDaemonSetSeries(namespace, name)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("getting DaemonSet %s from cache: %w", key, err)
 	}
+	c.metrics.dsSyncs.WithLabelValues(namespace, name).Inc()
 	// Being deleted: the garbage collector removes its pods and revisions,
 	// and its status cannot be computed reliably (as upstream).
 	if ds.DeletionTimestamp != nil {
