@@ -39,6 +39,8 @@ func (s *runState) fault(ctx context.Context, st *scenarios.Step) (visibility, e
 		rec.MaxCallsPerMinute = f.RejectCreates.MaxCallsPerMinute
 	case f.SlowAPI != nil:
 		rec.Injected, err = s.slowAPI(ctx, f.SlowAPI, &rec)
+	case f.ConflictingWriters != nil:
+		vis, err = s.conflictingWriters(ctx, f.ConflictingWriters, st.Index, &rec)
 	default:
 		err = fmt.Errorf("fault %q is not supported by the runner", f.Kind())
 	}

@@ -71,7 +71,9 @@ func TestJudgeFaults(t *testing.T) {
 }
 
 // A controller over the step's bound of API calls a minute is a HotLoop at
-// once; at the bound, or with unknown counts, it is not.
+// once; at the bound, or with unknown counts, it is not. A wrong status while
+// creates were refused is a StatusMismatch, a lost update of conflicting
+// writers a StepFailed.
 func TestFaultEndedJudgesTheCallBoundAndTheStatus(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	sc := &scenarios.Scenario{}
@@ -85,6 +87,8 @@ func TestFaultEndedJudgesTheCallBoundAndTheStatus(t *testing.T) {
 		{"no bound", reports.Fault{APIRequests: 9000, CallsPerMinute: 18000}, nil},
 		{"counts unknown", reports.Fault{APIRequests: -1, CallsPerMinute: 0, MaxCallsPerMinute: 600}, nil},
 		{"a wrong status", reports.Fault{StatusError: "dsbench/agent status: currentNumberScheduled 100, oracle 60"}, []string{"StatusMismatch"}},
+		{"a lost update", reports.Fault{DaemonSet: "dsbench/agent", LostUpdate: `DaemonSet dsbench/agent at generation 9 has DSBENCH_WRITER="step1-edit-6"`}, []string{"StepFailed"}},
+		{"conflicting writers whose last template stayed", reports.Fault{DaemonSet: "dsbench/agent", Injected: 7, StatusWrites: 39, LastValue: "step1-apply-7"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewCore(CoreConfig{Scenario: sc, Oracle: oracleConfig(nil)})
