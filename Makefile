@@ -41,9 +41,9 @@ bench: tools build ## Run the default scenario suite against ours and upstream, 
 bench-baseline: tools build ## Re-measure and overwrite bench/baseline.json on purpose.
 	$(CACHE)/dsbench bench --write-baseline bench/baseline.json $(BENCH_FLAGS)
 
-CHAOS_SCENARIOS ?= chaos-kill-storm chaos-reject-creates chaos-apiserver-restart
+CHAOS_SCENARIOS ?= chaos-kill-storm chaos-reject-creates chaos-apiserver-restart chaos-slow-api chaos-conflicting-writers
 
-bench-chaos: tools build ## Run the fault scenarios (kill storms, refused creates) against ours and upstream; report each fault: injected, survived, violations, recovery, API calls.
+bench-chaos: tools build ## Run the fault scenarios (kill storms, refused creates, API server restart, slow API, conflicting writers) against ours and upstream; report each fault: injected, survived, violations, recovery, API calls.
 	$(CACHE)/dsbench run --controller ours,upstream $(CHAOS_FLAGS) $(CHAOS_SCENARIOS)
 
 mutants: tools build ## Play each broken variant of our controller on the scenarios that exercise its bug (100 nodes); print which invariant caught it.

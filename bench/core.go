@@ -469,7 +469,9 @@ func (c *Core) expectedDuring(kind scenarios.ViolationKind, ds string, from, to 
 func scenarioKind(k oracle.Kind) scenarios.ViolationKind { return k.Family() }
 
 // FaultEnded records a fault step once its fault is over. A bound on API
-// calls that the controller broke is a HotLoop violation at once.
+// calls that the controller broke is a HotLoop violation at once, a status
+// still wrong while creates were refused a StatusMismatch, and a template
+// of conflicting writers that the DaemonSet lost a StepFailed.
 func (c *Core) FaultEnded(f reports.Fault) {
 	c.faults = append(c.faults, f)
 	if f.StatusError != "" {
@@ -477,6 +479,14 @@ func (c *Core) FaultEnded(f reports.Fault) {
 			Kind: string(scenarios.StatusMismatch), Start: f.End,
 			Detail:   fmt.Sprintf("step %q: while creates were refused, %s", f.Step, f.StatusError),
 			Expected: c.expected(scenarios.StatusMismatch, "", f.End),
+		})
+	}
+	if f.LostUpdate != "" {
+		// Established once the writers have stopped: it starts then.
+		c.violations = append(c.violations, reports.Violation{
+			Kind: string(scenarios.StepFailed), DaemonSet: f.DaemonSet, Start: f.End,
+			Detail:   fmt.Sprintf("step %q: an update was lost: %s", f.Step, f.LostUpdate),
+			Expected: c.expected(scenarios.StepFailed, f.DaemonSet, f.End),
 		})
 	}
 	if f.MaxCallsPerMinute > 0 && f.APIRequests >= 0 && f.CallsPerMinute > f.MaxCallsPerMinute {

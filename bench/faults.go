@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dsbench/dsbench/bench/apiproxy"
 	"github.com/dsbench/dsbench/reports"
 	"github.com/dsbench/dsbench/scenarios"
 )
@@ -25,6 +27,7 @@ const RejectCreatesQuota = "dsbench-reject-creates"
 func (s *runState) fault(ctx context.Context, st *scenarios.Step) (visibility, error) {
 	rec := reports.Fault{Step: stepName(st), Kind: string(st.Fault.Kind()), Start: s.r.clock.Now()}
 	before, beforeErr := s.apiCalls(ctx)
+	var vis visibility
 	var err error
 	switch f := st.Fault; {
 	case f.KillStorm != nil:
@@ -34,6 +37,10 @@ func (s *runState) fault(ctx context.Context, st *scenarios.Step) (visibility, e
 	case f.RejectCreates != nil:
 		rec.Injected, err = s.rejectCreates(ctx, f.RejectCreates, &rec.StatusError)
 		rec.MaxCallsPerMinute = f.RejectCreates.MaxCallsPerMinute
+	case f.SlowAPI != nil:
+		rec.Injected, err = s.slowAPI(ctx, f.SlowAPI, &rec)
+	case f.ConflictingWriters != nil:
+		vis, err = s.conflictingWriters(ctx, f.ConflictingWriters, st.Index, &rec)
 	default:
 		err = fmt.Errorf("fault %q is not supported by the runner", f.Kind())
 	}
@@ -48,7 +55,24 @@ func (s *runState) fault(ctx context.Context, st *scenarios.Step) (visibility, e
 		rec.APIRequests = -1 // unknown, never a made-up zero
 	}
 	s.do(func() { s.core.FaultEnded(rec) })
-	return nil, err
+	return vis, err
+}
+
+// slowAPI delays the controller's requests at the proxy for a.For, then
+// lifts the latency, also when the run is cancelled meanwhile.
+func (s *runState) slowAPI(ctx context.Context, a *scenarios.SlowAPI, rec *reports.Fault) (int, error) {
+	p := s.proxy
+	if p == nil {
+		return 0, errors.New("slowAPI: the controller does not talk to the API server through the harness's proxy")
+	}
+	l := apiproxy.Latency{Write: a.WriteLatency.Duration, Read: a.ReadLatency.Duration}
+	rec.WriteLatencySeconds, rec.ReadLatencySeconds = l.Write.Seconds(), l.Read.Seconds()
+	before := p.Counts().Delayed
+	p.SetLatency(l)
+	sleep(ctx, a.For.Duration)
+	p.SetLatency(apiproxy.Latency{})
+	rec.DelayedRequests = p.Counts().Delayed - before
+	return 1, ctx.Err()
 }
 
 // ClusterFaults are the faults only a local cluster can suffer

@@ -1,11 +1,21 @@
 package bench
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/dsbench/dsbench/bench/apiproxy"
 	"github.com/dsbench/dsbench/reports"
 	"github.com/dsbench/dsbench/scenarios"
 )
@@ -61,7 +71,9 @@ func TestJudgeFaults(t *testing.T) {
 }
 
 // A controller over the step's bound of API calls a minute is a HotLoop at
-// once; at the bound, or with unknown counts, it is not.
+// once; at the bound, or with unknown counts, it is not. A wrong status while
+// creates were refused is a StatusMismatch, a lost update of conflicting
+// writers a StepFailed.
 func TestFaultEndedJudgesTheCallBoundAndTheStatus(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	sc := &scenarios.Scenario{}
@@ -75,6 +87,8 @@ func TestFaultEndedJudgesTheCallBoundAndTheStatus(t *testing.T) {
 		{"no bound", reports.Fault{APIRequests: 9000, CallsPerMinute: 18000}, nil},
 		{"counts unknown", reports.Fault{APIRequests: -1, CallsPerMinute: 0, MaxCallsPerMinute: 600}, nil},
 		{"a wrong status", reports.Fault{StatusError: "dsbench/agent status: currentNumberScheduled 100, oracle 60"}, []string{"StatusMismatch"}},
+		{"a lost update", reports.Fault{DaemonSet: "dsbench/agent", LostUpdate: `DaemonSet dsbench/agent at generation 9 has DSBENCH_WRITER="step1-edit-6"`}, []string{"StepFailed"}},
+		{"conflicting writers whose last template stayed", reports.Fault{DaemonSet: "dsbench/agent", Injected: 7, StatusWrites: 39, LastValue: "step1-apply-7"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewCore(CoreConfig{Scenario: sc, Oracle: oracleConfig(nil)})
@@ -147,5 +161,85 @@ func TestWatchGapsExplainedOnlyByARestartNearThem(t *testing.T) {
 		if got := c.faultBreakingWatches(at(tc.from), at(tc.to)); got != tc.want {
 			t.Errorf("gap %v-%v s: explained by %q, want %q", tc.from, tc.to, got, tc.want)
 		}
+	}
+}
+
+// A scenario with a slowAPI fault gets the proxy and a kubeconfig for the
+// controller that reaches the API server through it; the fault switches
+// the latency on for its length, records it and the requests it delayed,
+// and switches it off again, also when the run is cancelled; closing
+// removes both.
+func TestSlowAPIThroughTheProxy(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer api.Close()
+	s := &runState{r: &Runner{conf: Config{REST: &rest.Config{Host: api.URL}}}, sc: &scenarios.Scenario{}, run: &reports.Run{}}
+	closeProxy, err := s.startAPIProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.ctrlKubeconfig)
+	if err != nil || cfg.Host != s.proxy.URL() {
+		t.Fatalf("the controller's kubeconfig: %+v, %v; want the proxy %s", cfg, err, s.proxy.URL())
+	}
+	p := s.proxy
+
+	fault := &scenarios.SlowAPI{WriteLatency: scenarios.Duration{Duration: 10 * time.Millisecond}, For: scenarios.Duration{Duration: time.Second}}
+	var rec reports.Fault
+	done := make(chan error)
+	go func() {
+		injected, err := s.slowAPI(t.Context(), fault, &rec)
+		if injected != 1 {
+			err = errors.Join(err, fmt.Errorf("injected %d, want 1", injected))
+		}
+		done <- err
+	}()
+	for p.Latency() == (apiproxy.Latency{}) {
+		time.Sleep(time.Millisecond)
+	}
+	for range 3 {
+		resp, err := http.Post(p.URL()+"/api/v1/namespaces/dsbench/pods", "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if resp, err := http.Get(p.URL() + "/api/v1/pods"); err == nil {
+		resp.Body.Close()
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if rec.DelayedRequests != 3 || rec.WriteLatencySeconds != 0.01 || rec.ReadLatencySeconds != 0 {
+		t.Errorf("record %+v: want 3 delayed writes at 10 ms", rec)
+	}
+	if l := p.Latency(); l != (apiproxy.Latency{}) {
+		t.Errorf("latency %+v after the fault, want none", l)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	long := &scenarios.SlowAPI{WriteLatency: scenarios.Duration{Duration: time.Second}, For: scenarios.Duration{Duration: time.Hour}}
+	if _, err := s.slowAPI(ctx, long, &reports.Fault{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	if l := p.Latency(); l != (apiproxy.Latency{}) {
+		t.Errorf("latency %+v after a cancelled fault, want none", l)
+	}
+
+	closeProxy()
+	if _, err := os.Stat(s.ctrlKubeconfig); !os.IsNotExist(err) {
+		t.Errorf("the kubeconfig outlived the proxy: %v", err)
+	}
+	if _, err := http.Get(p.URL() + "/version"); err == nil {
+		t.Errorf("the proxy still answers after it was closed")
+	}
+}
+
+// Without the proxy (a scenario without slowAPI never starts one) the
+// fault fails instead of delaying nothing.
+func TestSlowAPIWithoutTheProxy(t *testing.T) {
+	s := &runState{r: &Runner{}, sc: &scenarios.Scenario{}, run: &reports.Run{}}
+	if _, err := s.slowAPI(t.Context(), &scenarios.SlowAPI{For: scenarios.Duration{Duration: time.Second}}, &reports.Fault{}); err == nil {
+		t.Errorf("slowAPI without a proxy: no error")
 	}
 }

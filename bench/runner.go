@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/dsbench/dsbench/bench/apiproxy"
 	"github.com/dsbench/dsbench/bench/oracle"
 	"github.com/dsbench/dsbench/kwok"
 	"github.com/dsbench/dsbench/reports"
@@ -239,6 +240,11 @@ type runState struct {
 
 	ctrl    controllerUnderTest
 	watcher *Watcher
+	// proxy stands between the controller and the API server for the whole
+	// run when the scenario has a slowAPI fault (nil otherwise), and
+	// ctrlKubeconfig is how the controller reaches it.
+	proxy          *apiproxy.Proxy
+	ctrlKubeconfig string
 
 	// The observe loop owns the core and the pools, and sets stopped: other
 	// goroutines reach them only through do.
@@ -327,6 +333,13 @@ func (s *runState) play(ctx context.Context) (err error) {
 		return fmt.Errorf("waiting for the harness's watches: %w", err)
 	}
 
+	if s.sc.HasFault(scenarios.FaultSlowAPI) {
+		closeProxy, err := s.startAPIProxy()
+		if err != nil {
+			return err
+		}
+		defer closeProxy() // after the controller has stopped
+	}
 	ctrlStart := s.r.clock.Now()
 	if err := s.startController(ctx); err != nil {
 		return err
@@ -704,17 +717,59 @@ func (s *runState) createObjects(ctx context.Context) error {
 	return nil
 }
 
+// startAPIProxy puts the harness's latency proxy between the controller
+// and the API server for the whole run, so that slowAPI faults can delay
+// the controller's requests; the harness's own watches and steps go to the
+// API server directly, so that the oracle's view is not delayed. Only
+// scenarios with such a fault pay for the extra hop. It returns what closes
+// the proxy, which the caller calls once the controller has stopped.
+func (s *runState) startAPIProxy() (func(), error) {
+	p, err := apiproxy.New(apiproxy.Config{Upstream: s.r.conf.REST})
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "dsbench-apiproxy-")
+	if err != nil {
+		_ = p.Close()
+		return nil, fmt.Errorf("creating the API proxy's kubeconfig: %w", err)
+	}
+	closeProxy := func() {
+		if err := p.Close(); err != nil {
+			s.progress("%v", err)
+		}
+		_ = os.RemoveAll(dir)
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	if err := p.WriteKubeconfig(path); err != nil {
+		closeProxy()
+		return nil, err
+	}
+	s.progress("the controller talks to the API server through %s", p.URL())
+	s.proxy, s.ctrlKubeconfig = p, path
+	return closeProxy, nil
+}
+
 func (s *runState) startController(ctx context.Context) error {
 	conf := s.r.conf.Controller
 	conf.Which = s.which
 	conf.Binary = s.r.conf.Binaries[s.which]
 	conf.Kubeconfig = s.r.conf.Kubeconfig
+	if s.ctrlKubeconfig != "" {
+		conf.Kubeconfig = s.ctrlKubeconfig
+	}
 	if s.r.conf.LogDir != "" {
 		conf.LogPath = filepath.Join(s.r.conf.LogDir, fmt.Sprintf("%s-%s-%d.log", s.sc.Metadata.Name, s.which, s.run.Repetition))
 	}
 	if s.which == Floor {
 		s.progress("starting the floor")
-		f := newFloorController(conf.Floor, s.r.client, s.r.clock, conf.LogPath, func(fn func(*oracle.World, int)) {
+		client := s.r.client
+		if s.proxy != nil {
+			var err error
+			if client, err = proxiedClient(s.proxy); err != nil {
+				return err
+			}
+		}
+		f := newFloorController(conf.Floor, client, s.r.clock, conf.LogPath, func(fn func(*oracle.World, int)) {
 			s.do(func() { fn(s.core.World(), s.core.Observed()) })
 		})
 		if err := f.Restart(ctx); err != nil {
@@ -733,6 +788,18 @@ func (s *runState) startController(ctx context.Context) error {
 	}
 	s.ctrl = p
 	return nil
+}
+
+// proxiedClient is a client with the harness's settings that goes through
+// the proxy: the floor's, which plays the controller in the harness.
+func proxiedClient(p *apiproxy.Proxy) (kubernetes.Interface, error) {
+	cfg := &rest.Config{Host: p.URL(), QPS: -1}
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the floor's client through the API proxy: %w", err)
+	}
+	return client, nil
 }
 
 func (s *runState) stopController() {

@@ -199,3 +199,23 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+// A scenario whose controller goes through the API proxy says so in the
+// report; the others do not.
+func TestSuiteReportAPIProxy(t *testing.T) {
+	plain, _, err := scenarios.LoadLibrary("bench-rollout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := &scenarios.Scenario{Metadata: scenarios.Metadata{Name: "slow"}, Steps: []scenarios.Step{{Parallel: [][]scenarios.Step{{{
+		Fault: &scenarios.FaultStep{SlowAPI: &scenarios.SlowAPI{WriteLatency: scenarios.Duration{Duration: time.Second}, For: scenarios.Duration{Duration: time.Second}}},
+	}}}}}}
+	r := suiteReport(SuiteConfig{Scenarios: []*scenarios.Scenario{plain, slow}, Controllers: []Controller{Ours}}, time.Now())
+	var got []bool
+	for _, p := range r.Params.PerScenario {
+		got = append(got, p.APIProxy)
+	}
+	if !slices.Equal(got, []bool{false, true}) {
+		t.Errorf("apiProxy per scenario %v, want [false true]", got)
+	}
+}

@@ -77,6 +77,10 @@ type ScenarioParams struct {
 	// kind may last before it is reported; never an excuse for a wrong
 	// action, which counts at once) and the lag bounds of its causal rules.
 	Oracle *OracleParams `json:"oracle,omitempty"`
+	// APIProxy: the controller reached the API server through the harness's
+	// latency proxy for the whole run, as it does in a scenario with a
+	// slowAPI fault (one more hop, HTTP/1.1 on loopback instead of HTTP/2).
+	APIProxy bool `json:"apiProxy,omitempty"`
 }
 
 // OracleParams are the oracle's tolerances for one scenario.
@@ -208,6 +212,25 @@ type Fault struct {
 	// StatusError is where the DaemonSets' status still disagreed with the
 	// oracle at the end of a fault that refused creates ("" when it agreed).
 	StatusError string `json:"statusError,omitempty"`
+	// WriteLatencySeconds and ReadLatencySeconds are what a slowAPI fault
+	// added to each of the controller's writes and reads; DelayedRequests
+	// counts the requests it held back.
+	WriteLatencySeconds float64 `json:"writeLatencySeconds,omitempty"`
+	ReadLatencySeconds  float64 `json:"readLatencySeconds,omitempty"`
+	DelayedRequests     int64   `json:"delayedRequests,omitempty"`
+	// DaemonSet is the one conflicting writers wrote (namespace/name).
+	DaemonSet string `json:"daemonSet,omitempty"`
+	// StatusWrites counts their bogus status writes (Injected counts their
+	// template writes).
+	StatusWrites int `json:"statusWrites,omitempty"`
+	// LastValue is what their last template write set the writers'
+	// variable to, and LastGeneration the generation it made: the template
+	// the DaemonSet must converge on.
+	LastValue      string `json:"lastValue,omitempty"`
+	LastGeneration int64  `json:"lastGeneration,omitempty"`
+	// LostUpdate says how the DaemonSet lost that template once the writers
+	// stopped ("" when it kept it); the run has a StepFailed violation then.
+	LostUpdate string `json:"lostUpdate,omitempty"`
 	// Recovered: a barrier converged after End. RecoverySeconds runs from
 	// End to the first such convergence (0 when every barrier had
 	// converged by End).

@@ -248,6 +248,7 @@ func copySteps(steps []Step) []Step {
 		if st.Fault != nil {
 			f := *st.Fault
 			f.KillStorm, f.RejectCreates, f.APIServerRestart = clonePtr(f.KillStorm), clonePtr(f.RejectCreates), clonePtr(f.APIServerRestart)
+			f.SlowAPI, f.ConflictingWriters = clonePtr(f.SlowAPI), clonePtr(f.ConflictingWriters)
 			st.Fault = &f
 		}
 		st.Pause = clonePtr(st.Pause)

@@ -481,9 +481,11 @@ type ControllerStep struct {
 // meanwhile, and how long the DaemonSets took to converge once it ended.
 // Exactly one of its fields is set.
 type FaultStep struct {
-	KillStorm        *KillStorm        `json:"killStorm,omitempty"`
-	RejectCreates    *RejectCreates    `json:"rejectCreates,omitempty"`
-	APIServerRestart *APIServerRestart `json:"apiServerRestart,omitempty"`
+	KillStorm          *KillStorm          `json:"killStorm,omitempty"`
+	RejectCreates      *RejectCreates      `json:"rejectCreates,omitempty"`
+	APIServerRestart   *APIServerRestart   `json:"apiServerRestart,omitempty"`
+	SlowAPI            *SlowAPI            `json:"slowAPI,omitempty"`
+	ConflictingWriters *ConflictingWriters `json:"conflictingWriters,omitempty"`
 }
 
 // FaultKind names the fault of a fault step; it is the YAML key that holds it.
@@ -491,9 +493,11 @@ type FaultKind string
 
 // The fault kinds.
 const (
-	FaultKillStorm        FaultKind = "killStorm"
-	FaultRejectCreates    FaultKind = "rejectCreates"
-	FaultAPIServerRestart FaultKind = "apiServerRestart"
+	FaultKillStorm          FaultKind = "killStorm"
+	FaultRejectCreates      FaultKind = "rejectCreates"
+	FaultAPIServerRestart   FaultKind = "apiServerRestart"
+	FaultSlowAPI            FaultKind = "slowAPI"
+	FaultConflictingWriters FaultKind = "conflictingWriters"
 )
 
 // Kinds returns the fault kinds that are set; a valid step has exactly one.
@@ -507,6 +511,12 @@ func (f *FaultStep) Kinds() []FaultKind {
 	}
 	if f.APIServerRestart != nil {
 		out = append(out, FaultAPIServerRestart)
+	}
+	if f.SlowAPI != nil {
+		out = append(out, FaultSlowAPI)
+	}
+	if f.ConflictingWriters != nil {
+		out = append(out, FaultConflictingWriters)
 	}
 	return out
 }
@@ -558,6 +568,34 @@ type RejectCreates struct {
 type APIServerRestart struct {
 	Downtime Duration `json:"downtime,omitzero"`
 	Compact  bool     `json:"compact,omitempty"`
+}
+
+// SlowAPI delays the controller's API requests for For: each write (POST,
+// PUT, PATCH, DELETE) by WriteLatency, each read (GET: a get, a list, the
+// start of a watch) by ReadLatency. The controller of a scenario with a
+// slowAPI fault reaches the API server through the harness's proxy for the
+// whole run; the harness's own watches and steps never do.
+type SlowAPI struct {
+	WriteLatency Duration `json:"writeLatency,omitzero"`
+	ReadLatency  Duration `json:"readLatency,omitzero"`
+	For          Duration `json:"for"`
+}
+
+// ConflictingWriters plays other clients writing DaemonSet during a
+// rollout, for For: every StatusEvery one writes a bogus status (no pod
+// ready) through the status subresource, and every ApplyEvery, from the
+// start, one changes the template as a user would, alternately with a
+// server-side apply (kubectl apply --server-side) and a read-modify-write
+// update (kubectl edit), each setting WriterEnv of Container to a new value.
+// The DaemonSet must end with the last value written: otherwise an update
+// was lost.
+type ConflictingWriters struct {
+	DaemonSet string `json:"daemonSet"`
+	// Container may be left out when the template has one container.
+	Container   string   `json:"container,omitempty"`
+	For         Duration `json:"for"`
+	StatusEvery Duration `json:"statusEvery"`
+	ApplyEvery  Duration `json:"applyEvery"`
 }
 
 // DefaultWaitTimeout is a waitConverged timeout that was left out.

@@ -238,7 +238,7 @@ func (v *validator) step(s *Step, path string, st *simState) *simState {
 			v.errorf(joinPath(kpath, "downtime"), "downtime applies to restart only")
 		}
 	case KindFault:
-		v.fault(s.Fault, kpath, st)
+		v.fault(s.Fault, s.Index, kpath, st)
 	case KindPause:
 		if s.Pause.Duration <= 0 {
 			v.errorf(kpath, "pause must be a positive duration such as \"30s\"")
@@ -577,6 +577,10 @@ func (v *validator) parallel(branches [][]Step, path string, st *simState) *simS
 	var ends []poolSizes
 	controllerBranch := -1
 	createdBy := map[string]int{}
+	// faultBranch: which branch holds a fault that another branch's would
+	// undo or overwrite: a slowAPI (one proxy's latency) or conflicting
+	// writers of a DaemonSet.
+	faultBranch := map[string]int{}
 	for b, branch := range branches {
 		bpath := indexPath(path, b)
 		if len(branch) == 0 {
@@ -584,6 +588,12 @@ func (v *validator) parallel(branches [][]Step, path string, st *simState) *simS
 			continue
 		}
 		end := v.stepList(branch, bpath, st.clone())
+		for _, what := range v.exclusiveFaults(branch) {
+			if prev, dup := faultBranch[what]; dup && prev != b {
+				v.errorf(bpath, "branches %d and %d of this parallel group both run %s: each would undo the other's", prev, b, what)
+			}
+			faultBranch[what] = b
+		}
 		ends = append(ends, end.pools)
 		for key, d := range end.live {
 			if st.live[key] == nil {
@@ -613,6 +623,27 @@ func (v *validator) parallel(branches [][]Step, path string, st *simState) *simS
 	return out
 }
 
+// exclusiveFaults names the faults of a branch (nested ones included) that
+// no other branch of a parallel group may run at the same time: a slowAPI,
+// and conflicting writers per DaemonSet.
+func (v *validator) exclusiveFaults(steps []Step) []string {
+	var out []string
+	for _, s := range steps {
+		if f := s.Fault; f != nil && f.SlowAPI != nil {
+			out = append(out, "a slowAPI fault")
+		}
+		if f := s.Fault; f != nil && f.ConflictingWriters != nil {
+			if ds, err := v.s.DaemonSet(f.ConflictingWriters.DaemonSet); err == nil {
+				out = append(out, "conflicting writers of DaemonSet "+Ref(ds))
+			}
+		}
+		for _, b := range s.Parallel {
+			out = append(out, v.exclusiveFaults(b)...)
+		}
+	}
+	return out
+}
+
 func branchTouchesController(steps []Step) bool {
 	for _, s := range steps {
 		if s.Controller != nil || (s.Fault != nil && s.Fault.KillStorm != nil) {
@@ -629,10 +660,10 @@ func branchTouchesController(steps []Step) bool {
 
 // fault checks a fault step: one fault, sensible counts and durations, and
 // what it needs at this point (a running controller, a known namespace).
-func (v *validator) fault(f *FaultStep, kpath string, st *simState) {
+func (v *validator) fault(f *FaultStep, step int, kpath string, st *simState) {
 	switch ks := f.Kinds(); len(ks) {
 	case 0:
-		v.errorf(kpath, "a fault step needs one fault: killStorm, rejectCreates or apiServerRestart")
+		v.errorf(kpath, "a fault step needs one fault: killStorm, rejectCreates, apiServerRestart, slowAPI or conflictingWriters")
 		return
 	case 1:
 	default:
@@ -661,6 +692,24 @@ func (v *validator) fault(f *FaultStep, kpath string, st *simState) {
 	if a := f.APIServerRestart; a != nil && a.Downtime.Duration < 0 {
 		v.errorf(joinPath(joinPath(kpath, "apiServerRestart"), "downtime"), "downtime must not be negative")
 	}
+	if a := f.SlowAPI; a != nil {
+		path := joinPath(kpath, "slowAPI")
+		if a.WriteLatency.Duration < 0 {
+			v.errorf(joinPath(path, "writeLatency"), "writeLatency must not be negative")
+		}
+		if a.ReadLatency.Duration < 0 {
+			v.errorf(joinPath(path, "readLatency"), "readLatency must not be negative")
+		}
+		if a.WriteLatency.Duration == 0 && a.ReadLatency.Duration == 0 {
+			v.errorf(path, "set writeLatency or readLatency: with neither the fault delays nothing")
+		}
+		if a.For.Duration <= 0 {
+			v.errorf(joinPath(path, "for"), "for must be a positive duration such as \"30s\"")
+		}
+	}
+	if w := f.ConflictingWriters; w != nil {
+		v.conflictingWriters(w, step, joinPath(kpath, "conflictingWriters"), st)
+	}
 	if r := f.RejectCreates; r != nil {
 		path := joinPath(kpath, "rejectCreates")
 		v.intOrPercent(joinPath(path, "pods"), r.Pods)
@@ -678,4 +727,51 @@ func (v *validator) fault(f *FaultStep, kpath string, st *simState) {
 			v.errorf(joinPath(path, "namespace"), "%v", err)
 		}
 	}
+}
+
+// conflictingWriters checks the writers' DaemonSet, container and pace,
+// and follows the templates they write, as an update step would.
+func (v *validator) conflictingWriters(w *ConflictingWriters, step int, path string, st *simState) {
+	positive := func(field string, d Duration) bool {
+		if d.Duration <= 0 {
+			v.errorf(joinPath(path, field), "%s must be a positive duration such as \"1s\"", field)
+			return false
+		}
+		return true
+	}
+	if positive("for", w.For) {
+		if positive("statusEvery", w.StatusEvery) && w.StatusEvery.Duration >= w.For.Duration {
+			v.errorf(joinPath(path, "statusEvery"), "statusEvery %v is not shorter than for %v: no status would be written", w.StatusEvery.Duration, w.For.Duration)
+		}
+		if positive("applyEvery", w.ApplyEvery) {
+			switch {
+			case w.ApplyEvery.Duration > MaxApplyEvery:
+				v.errorf(joinPath(path, "applyEvery"), "applyEvery %v is more than %v: the oracle would judge the status between two template writes, and blame the fault's bogus status on the controller",
+					w.ApplyEvery.Duration, MaxApplyEvery)
+			case w.ApplyEvery.Duration >= w.For.Duration:
+				v.errorf(joinPath(path, "applyEvery"), "applyEvery %v is not shorter than for %v: the template would be written once", w.ApplyEvery.Duration, w.For.Duration)
+			}
+		}
+	} else {
+		positive("statusEvery", w.StatusEvery)
+		positive("applyEvery", w.ApplyEvery)
+	}
+	key, ok := v.dsRef(joinPath(path, "daemonSet"), w.DaemonSet, st)
+	if !ok {
+		return
+	}
+	cur := st.live[key]
+	if _, err := container(cur.ds, w.Container); err != nil {
+		v.errorf(joinPath(path, "container"), "%v", err)
+		return
+	}
+	for _, wr := range w.Writes(step) {
+		after, err := WithWriterValue(cur.ds, w, wr.Value)
+		if err != nil {
+			v.errorf(path, "%v", err)
+			return
+		}
+		cur = cur.with(after)
+	}
+	st.live[key] = cur
 }

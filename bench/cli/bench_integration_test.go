@@ -240,16 +240,20 @@ func TestMutantsCaught(t *testing.T) {
 // nodes against our controller. Every fault is survived: injected as
 // written, the DaemonSets converged afterwards, no unexpected violation
 // meanwhile, and while creates were refused the controller stayed under the
-// step's bound on API calls a minute.
+// step's bound on API calls a minute. The slow API delayed the controller's
+// writes at the proxy; the conflicting writers' last template stayed.
 func TestChaosFaultsSurvived(t *testing.T) {
 	args := clusterArgs(t)
 	out := t.TempDir()
 	cmd := append([]string{"run", "--out", out, "--nodes", "30", "--repetitions", "1", "--controller", "ours"}, args...)
-	if _, err := runCLI(t, append(cmd, "chaos-kill-storm", "chaos-reject-creates", "chaos-apiserver-restart")...); err != nil {
+	chaos := []string{"chaos-kill-storm", "chaos-reject-creates", "chaos-apiserver-restart", "chaos-slow-api", "chaos-conflicting-writers"}
+	if _, err := runCLI(t, append(cmd, chaos...)...); err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	dir, r := onlyReport(t, out)
-	want := map[string][]int{"chaos-kill-storm": {20}, "chaos-reject-creates": {1, 1}, "chaos-apiserver-restart": {1}}
+	// conflictingWriters counts its template writes: at 0, 3, ..., 18 s of 20 s.
+	want := map[string][]int{"chaos-kill-storm": {20}, "chaos-reject-creates": {1, 1}, "chaos-apiserver-restart": {1},
+		"chaos-slow-api": {1}, "chaos-conflicting-writers": {7}}
 	for _, run := range r.Runs {
 		if !run.OK() {
 			t.Errorf("%s failed: %s", run.ID(), run.Error)
@@ -269,6 +273,19 @@ func TestChaosFaultsSurvived(t *testing.T) {
 			if f.StatusError != "" {
 				t.Errorf("%s: fault %q: status while refused: %s", run.ID(), f.Step, f.StatusError)
 			}
+			switch f.Kind {
+			case "slowAPI":
+				if f.WriteLatencySeconds != 0.2 || f.ReadLatencySeconds != 0 || f.DelayedRequests <= 0 {
+					t.Errorf("%s: fault %q: latency %v s (reads %v s), %d requests delayed; want 0.2 s on writes and some delayed",
+						run.ID(), f.Step, f.WriteLatencySeconds, f.ReadLatencySeconds, f.DelayedRequests)
+				}
+			case "conflictingWriters":
+				// Status writes every 500 ms after the first template write, within 20 s.
+				if f.LostUpdate != "" || f.StatusWrites != 39 || f.LastGeneration <= 0 || f.LastValue == "" {
+					t.Errorf("%s: fault %q: lost update %q, %d status writes (want 39), last %q at generation %d",
+						run.ID(), f.Step, f.LostUpdate, f.StatusWrites, f.LastValue, f.LastGeneration)
+				}
+			}
 		}
 		if !slices.Equal(injected, want[run.Scenario]) {
 			t.Errorf("%s: injected %v, want %v", run.ID(), injected, want[run.Scenario])
@@ -279,8 +296,14 @@ func TestChaosFaultsSurvived(t *testing.T) {
 			}
 		}
 	}
-	if len(r.Runs) != 3 {
-		t.Errorf("%d runs, want 3", len(r.Runs))
+	if len(r.Runs) != len(chaos) {
+		t.Errorf("%d runs, want %d", len(r.Runs), len(chaos))
+	}
+	// Only the slow API's controller went through the proxy.
+	for _, p := range r.Params.PerScenario {
+		if p.APIProxy != (p.Name == "chaos-slow-api") {
+			t.Errorf("scenario %s: apiProxy %v", p.Name, p.APIProxy)
+		}
 	}
 	// The restart shows in the harness's own figures: its watches relisted.
 	for _, run := range r.Runs {
