@@ -275,8 +275,8 @@ const faultsNote = "Each fault step of each run. Survived: every step begun by t
 // faultsTable sums the faults per case, controller and fault kind.
 func (a *analysis) faultsTable() (table, bool) {
 	t := table{
-		Header: []string{"case", "controller", "fault", "steps", "injected", "survived", "violations", "recovery p50 (s)", "recovery max (s)", "API calls/min p50", "API calls/min max", "bound"},
-		Right:  []bool{false, false, false, true, true, true, true, true, true, true, true, true},
+		Header: []string{"case", "controller", "fault", "steps", "injected", "survived", "violations", "recovery p50 (s)", "recovery max (s)", "API calls/min p50", "API calls/min max", "bound", "also"},
+		Right:  []bool{false, false, false, true, true, true, true, true, true, true, true, true, false},
 	}
 	for _, g := range a.groups {
 		byKind := map[string][]Fault{}
@@ -291,10 +291,16 @@ func (a *analysis) faultsTable() (table, bool) {
 		}
 		for _, k := range kinds {
 			fs := byKind[k]
-			var injected, survived, violations int
+			var injected, survived, violations, statusWrites, lost int
+			var delayed int64
 			var recovery, rates []float64
 			bound := 0.0
 			for _, f := range fs {
+				statusWrites += f.StatusWrites
+				delayed += f.DelayedRequests
+				if f.LostUpdate != "" {
+					lost++
+				}
 				injected += f.Injected
 				violations += f.Violations
 				if f.Survived() {
@@ -319,8 +325,16 @@ func (a *analysis) faultsTable() (table, bool) {
 			if bound > 0 {
 				b = fmtDecimal(bound)
 			}
+			var also []string
+			if delayed > 0 {
+				also = append(also, fmt.Sprintf("%d requests delayed", delayed))
+			}
+			if statusWrites > 0 {
+				also = append(also, fmt.Sprintf("%d bogus status writes, %d lost updates", statusWrites, lost))
+			}
 			t.Rows = append(t.Rows, []string{g.Case.String(), g.Controller, k, fmt.Sprint(len(fs)), fmt.Sprint(injected),
-				fmt.Sprintf("%d/%d", survived, len(fs)), fmt.Sprint(violations), dash(recovery, 50), dash(recovery, 100), dash(rates, 50), dash(rates, 100), b})
+				fmt.Sprintf("%d/%d", survived, len(fs)), fmt.Sprint(violations), dash(recovery, 0.5), dash(recovery, 1), dash(rates, 0.5), dash(rates, 1), b,
+				strings.Join(also, "; ")})
 		}
 	}
 	return t, len(t.Rows) > 0

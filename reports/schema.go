@@ -242,8 +242,11 @@ type Fault struct {
 }
 
 // Survived says the fault left nothing wrong behind: the DaemonSets
-// converged afterwards and no unexpected violation began meanwhile.
-func (f Fault) Survived() bool { return f.Recovered && f.Violations == 0 }
+// converged afterwards, no unexpected violation began meanwhile, no update
+// was lost and the status stayed right.
+func (f Fault) Survived() bool {
+	return f.Recovered && f.Violations == 0 && f.LostUpdate == "" && f.StatusError == ""
+}
 
 // Step is one scenario step and how long the cluster took to converge after it.
 type Step struct {
