@@ -1,5 +1,6 @@
 // Package kwoktest gives each test package one shared KWOK cluster, brought
-// up in TestMain and always torn down, also after a failing test or Ctrl-C.
+// up in TestMain and always torn down, also after a failing test or Ctrl-C,
+// and a watch that shows a test every state of a namespace's pods.
 package kwoktest
 
 import (
