@@ -36,7 +36,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -861,89 +860,28 @@ func (e *env) kubectl(timeout time.Duration, args ...string) (string, error) {
 // ---------------------------------------------------------------------------
 // Watching every intermediate state of a DaemonSet's pods.
 
-// podWatch replays the watch events of the pods in one namespace in order
-// and checks an invariant after each one, so that no intermediate state is
-// missed (polling could skip a short dip).
+// podWatch checks an invariant after each watch event of the pods in one
+// namespace (kwoktest.WatchPods), so that no intermediate state is missed
+// (polling could skip a short dip).
 type podWatch struct {
-	cancel     context.CancelFunc
-	done       chan struct{}
-	events     int
+	*kwoktest.PodWatch
+	// Read after Stop.
 	violations []string
-	relists    int
 }
 
 func (e *env) watchPods(ns string, check func(pods []*corev1.Pod) string) *podWatch {
 	e.t.Helper()
-	ctx, cancel := context.WithCancel(e.ctx)
-	w := &podWatch{cancel: cancel, done: make(chan struct{})}
-	list, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	state := map[string]*corev1.Pod{}
-	for i := range list.Items {
-		state[list.Items[i].Name] = &list.Items[i]
-	}
-	rv := list.ResourceVersion
-	evaluate := func() {
-		pods := make([]*corev1.Pod, 0, len(state))
-		for _, p := range state {
-			pods = append(pods, p)
-		}
+	w := &podWatch{}
+	pw, err := kwoktest.WatchPods(e.ctx, e.client, ns, func(pods []*corev1.Pod, _ string) {
 		if v := check(pods); v != "" && len(w.violations) < 20 {
 			w.violations = append(w.violations, v)
 		}
+	})
+	if err != nil {
+		e.t.Fatal(err)
 	}
-	evaluate()
-	go func() {
-		defer close(w.done)
-		for ctx.Err() == nil {
-			wi, err := e.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
-			if err != nil {
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			for ev := range wi.ResultChan() {
-				switch ev.Type {
-				case watch.Added, watch.Modified:
-					p := ev.Object.(*corev1.Pod)
-					state[p.Name], rv = p, p.ResourceVersion
-				case watch.Deleted:
-					p := ev.Object.(*corev1.Pod)
-					delete(state, p.Name)
-					rv = p.ResourceVersion
-				case watch.Bookmark:
-					if p, ok := ev.Object.(*corev1.Pod); ok {
-						rv = p.ResourceVersion
-					}
-					continue
-				case watch.Error:
-					// Expired: start over from a fresh list. States in
-					// between are lost, which is counted and reported.
-					wi.Stop()
-					if l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
-						clear(state)
-						for i := range l.Items {
-							state[l.Items[i].Name] = &l.Items[i]
-						}
-						rv = l.ResourceVersion
-						w.relists++
-					}
-					continue
-				}
-				w.events++
-				evaluate()
-			}
-			wi.Stop()
-		}
-	}()
+	w.PodWatch = pw
 	return w
-}
-
-// stop ends the watch; the fields may be read afterwards.
-func (w *podWatch) stop() {
-	w.cancel()
-	<-w.done
 }
 
 // ---------------------------------------------------------------------------
@@ -1366,10 +1304,10 @@ func TestIntegrationRollingUpdateMaxUnavailable(t *testing.T) {
 	})
 	e.updateDS(ns, ds.Name, setImage("example.com/agent:v2"))
 	e.waitConverged(ns, ds.Name, converged{nodes: nodes})
-	w.stop()
-	t.Logf("rollout: %d watch events, at most %d nodes without a ready pod, %d relists", w.events, peak, w.relists)
-	if w.relists > 0 {
-		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.relists)
+	w.Stop()
+	t.Logf("rollout: %d watch events, at most %d nodes without a ready pod, %d relists", w.Events(), peak, w.Relists())
+	if w.Relists() > 0 {
+		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.Relists())
 	}
 	for _, v := range w.violations {
 		t.Errorf("invariant violated: %s", v)
@@ -1423,10 +1361,10 @@ func TestIntegrationRollingUpdateMaxSurge(t *testing.T) {
 	})
 	e.updateDS(ns, ds.Name, setImage("example.com/agent:v2"))
 	e.waitConverged(ns, ds.Name, converged{nodes: nodes})
-	w.stop()
-	t.Logf("rollout: %d watch events, at most %d live pods, at most %d nodes surging", w.events, peakPods, peakSurging)
-	if w.relists > 0 {
-		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.relists)
+	w.Stop()
+	t.Logf("rollout: %d watch events, at most %d live pods, at most %d nodes surging", w.Events(), peakPods, peakSurging)
+	if w.Relists() > 0 {
+		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.Relists())
 	}
 	for _, v := range w.violations {
 		t.Errorf("invariant violated: %s", v)

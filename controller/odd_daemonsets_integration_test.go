@@ -178,10 +178,10 @@ func oddMaxUnavailableAll(e *env) {
 	})
 	e.updateDS(ns, ds.Name, setImage("example.com/agent:v2"))
 	e.waitConverged(ns, ds.Name, converged{nodes: nodes})
-	w.stop()
-	t.Logf("rollout: %d watch events, at most %d of %d nodes without a ready pod", w.events, peak, len(nodes))
-	if w.relists > 0 {
-		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.relists)
+	w.Stop()
+	t.Logf("rollout: %d watch events, at most %d of %d nodes without a ready pod", w.Events(), peak, len(nodes))
+	if w.Relists() > 0 {
+		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.Relists())
 	}
 	for _, v := range w.violations {
 		t.Errorf("invariant violated: %s", v)
@@ -468,10 +468,10 @@ func oddSharedSelector(e *env) {
 	// rolling update replaces.
 	e.waitDeletedByUs(plan.RollingUpdateReason, 0, 1)
 	e.requireQuiet(ds, "", nil)
-	w.stop()
-	t.Logf("%d watch events", w.events)
-	if w.relists > 0 {
-		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.relists)
+	w.Stop()
+	t.Logf("%d watch events", w.Events())
+	if w.Relists() > 0 {
+		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.Relists())
 	}
 	for _, v := range w.violations {
 		t.Errorf("invariant violated: %s", v)
