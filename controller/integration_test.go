@@ -339,7 +339,7 @@ func (e *env) removeNodes(ds *appsv1.DaemonSet, names ...string) {
 	}
 	var victims []corev1.Pod
 	for _, p := range live(pods) {
-		if gone[podNode(&p)] {
+		if gone[kwoktest.PodNode(&p)] {
 			victims = append(victims, p)
 		}
 	}
@@ -356,9 +356,9 @@ func (e *env) removeNodes(ds *appsv1.DaemonSet, names ...string) {
 		p, err := e.client.CoreV1().Pods(v.Namespace).Get(e.ctx, v.Name, metav1.GetOptions{})
 		switch {
 		case err != nil:
-			t.Errorf("pod %s of deleted node %s: %v; the controller must leave it to the pod GC", v.Name, podNode(&v), err)
+			t.Errorf("pod %s of deleted node %s: %v; the controller must leave it to the pod GC", v.Name, kwoktest.PodNode(&v), err)
 		case p.DeletionTimestamp != nil:
-			t.Errorf("pod %s of deleted node %s is being deleted; the controller must leave it to the pod GC", v.Name, podNode(&v))
+			t.Errorf("pod %s of deleted node %s is being deleted; the controller must leave it to the pod GC", v.Name, kwoktest.PodNode(&v))
 		}
 	}
 	if got := e.deletedByUs(plan.NodeNotFoundReason) - deleted; got != 0 {
@@ -558,36 +558,10 @@ func live(pods []corev1.Pod) []corev1.Pod {
 	return out
 }
 
-// podNode is the node a pod runs on or, unbound, is pinned to.
-func podNode(p *corev1.Pod) string {
-	if p.Spec.NodeName != "" {
-		return p.Spec.NodeName
-	}
-	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			for _, f := range term.MatchFields {
-				if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
-					return f.Values[0]
-				}
-			}
-		}
-	}
-	return ""
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func uidsByNode(pods []corev1.Pod) map[string]types.UID {
 	out := map[string]types.UID{}
 	for _, p := range pods {
-		out[podNode(&p)] = p.UID
+		out[kwoktest.PodNode(&p)] = p.UID
 	}
 	return out
 }
@@ -661,12 +635,12 @@ func (e *env) checkConverged(ctx context.Context, ns, name string, want converge
 			problems = append(problems, fmt.Sprintf("pod %s is terminating", p.Name))
 			continue
 		}
-		node := podNode(&p)
+		node := kwoktest.PodNode(&p)
 		perNode[node]++
 		if !wantNode[node] {
 			problems = append(problems, fmt.Sprintf("pod %s on node %q, which must run none", p.Name, node))
 		}
-		if !podReady(&p) || p.Status.Phase != corev1.PodRunning {
+		if !kwoktest.PodReady(&p) || p.Status.Phase != corev1.PodRunning {
 			// Bound or not, and the scheduler's word, tell a scheduler
 			// delay from kwok never playing the pod.
 			scheduled := "no PodScheduled condition"
@@ -676,7 +650,7 @@ func (e *env) checkConverged(ctx context.Context, ns, name string, want converge
 				}
 			}
 			problems = append(problems, fmt.Sprintf("pod %s on %s is %s, ready=%v, spec.nodeName %q, %s",
-				p.Name, node, p.Status.Phase, podReady(&p), p.Spec.NodeName, scheduled))
+				p.Name, node, p.Status.Phase, kwoktest.PodReady(&p), p.Spec.NodeName, scheduled))
 		}
 		problems = append(problems, checkDaemonPod(ds, &p, hash, want)...)
 	}
@@ -1129,7 +1103,7 @@ func TestIntegrationNodeLifecycle(t *testing.T) {
 			return nil, err
 		}
 		for _, p := range live(pods) {
-			if podNode(&p) == node {
+			if kwoktest.PodNode(&p) == node {
 				return &p, nil
 			}
 		}
@@ -1283,7 +1257,7 @@ func TestIntegrationRollingUpdateMaxUnavailable(t *testing.T) {
 				continue
 			}
 			live[p.Spec.NodeName]++
-			if podReady(p) {
+			if kwoktest.PodReady(p) {
 				ready[p.Spec.NodeName] = true
 			}
 		}
@@ -1335,10 +1309,10 @@ func TestIntegrationRollingUpdateMaxSurge(t *testing.T) {
 			if p.DeletionTimestamp != nil {
 				continue
 			}
-			node := podNode(p)
+			node := kwoktest.PodNode(p)
 			live[node]++
 			total++
-			if podReady(p) {
+			if kwoktest.PodReady(p) {
 				ready[node] = true
 			} else {
 				surging[node] = true
@@ -1419,7 +1393,7 @@ func TestIntegrationOnDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range live(pods) {
-		node, hash, image := podNode(&p), p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey], p.Spec.Containers[0].Image
+		node, hash, image := kwoktest.PodNode(&p), p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey], p.Spec.Containers[0].Image
 		switch {
 		case node == nodes[0]:
 			if p.UID == oldUIDs[node] || hash != newHash || image != "example.com/agent:v2" {
@@ -1436,7 +1410,7 @@ func TestIntegrationOnDelete(t *testing.T) {
 
 func podNameOn(pods []corev1.Pod, node string) string {
 	for _, p := range pods {
-		if podNode(&p) == node && p.DeletionTimestamp == nil {
+		if kwoktest.PodNode(&p) == node && p.DeletionTimestamp == nil {
 			return p.Name
 		}
 	}
@@ -1484,9 +1458,9 @@ func TestIntegrationKubectlRollout(t *testing.T) {
 		var onV3, others []string
 		for _, p := range live(pods) {
 			if p.Spec.Containers[0].Image == neverReady {
-				onV3 = append(onV3, podNode(&p))
+				onV3 = append(onV3, kwoktest.PodNode(&p))
 			} else {
-				others = append(others, podNode(&p))
+				others = append(others, kwoktest.PodNode(&p))
 			}
 		}
 		if len(onV3) == 1 && len(others) == 3 {
@@ -1502,8 +1476,8 @@ func TestIntegrationKubectlRollout(t *testing.T) {
 		}
 		var notV2 []string
 		for _, p := range pods {
-			if p.UID != v2UIDs[podNode(&p)] {
-				notV2 = append(notV2, p.Name+"@"+podNode(&p))
+			if p.UID != v2UIDs[kwoktest.PodNode(&p)] {
+				notV2 = append(notV2, p.Name+"@"+kwoktest.PodNode(&p))
 			}
 		}
 		return len(notV2) <= 1, fmt.Sprintf("replaced: %v", notV2), nil
@@ -1526,7 +1500,7 @@ func TestIntegrationKubectlRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range live(pods) {
-		node := podNode(&p)
+		node := kwoktest.PodNode(&p)
 		if p.Spec.Containers[0].Image != "example.com/agent:v2" {
 			t.Errorf("pod on %s runs %s after undo, want v2", node, p.Spec.Containers[0].Image)
 		}
@@ -1599,7 +1573,7 @@ func TestIntegrationOrphanAdoptRelease(t *testing.T) {
 		got := map[string]types.UID{}
 		owned := 0
 		for _, p := range list.Items {
-			got[podNode(&p)] = p.UID
+			got[kwoktest.PodNode(&p)] = p.UID
 			if len(p.OwnerReferences) > 0 {
 				owned++
 			}
@@ -1652,7 +1626,7 @@ func TestIntegrationOrphanAdoptRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range pods {
-		if node := podNode(&p); node == nodes[0] && p.UID == uids[node] {
+		if node := kwoktest.PodNode(&p); node == nodes[0] && p.UID == uids[node] {
 			t.Errorf("the released pod is still counted as the DaemonSet's pod on %s", node)
 		} else if node != nodes[0] && p.UID != uids[node] {
 			t.Errorf("pod on %s was replaced (uid %s, was %s)", node, p.UID, uids[node])
