@@ -36,7 +36,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -340,7 +339,7 @@ func (e *env) removeNodes(ds *appsv1.DaemonSet, names ...string) {
 	}
 	var victims []corev1.Pod
 	for _, p := range live(pods) {
-		if gone[podNode(&p)] {
+		if gone[kwoktest.PodNode(&p)] {
 			victims = append(victims, p)
 		}
 	}
@@ -357,9 +356,9 @@ func (e *env) removeNodes(ds *appsv1.DaemonSet, names ...string) {
 		p, err := e.client.CoreV1().Pods(v.Namespace).Get(e.ctx, v.Name, metav1.GetOptions{})
 		switch {
 		case err != nil:
-			t.Errorf("pod %s of deleted node %s: %v; the controller must leave it to the pod GC", v.Name, podNode(&v), err)
+			t.Errorf("pod %s of deleted node %s: %v; the controller must leave it to the pod GC", v.Name, kwoktest.PodNode(&v), err)
 		case p.DeletionTimestamp != nil:
-			t.Errorf("pod %s of deleted node %s is being deleted; the controller must leave it to the pod GC", v.Name, podNode(&v))
+			t.Errorf("pod %s of deleted node %s is being deleted; the controller must leave it to the pod GC", v.Name, kwoktest.PodNode(&v))
 		}
 	}
 	if got := e.deletedByUs(plan.NodeNotFoundReason) - deleted; got != 0 {
@@ -559,36 +558,10 @@ func live(pods []corev1.Pod) []corev1.Pod {
 	return out
 }
 
-// podNode is the node a pod runs on or, unbound, is pinned to.
-func podNode(p *corev1.Pod) string {
-	if p.Spec.NodeName != "" {
-		return p.Spec.NodeName
-	}
-	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			for _, f := range term.MatchFields {
-				if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
-					return f.Values[0]
-				}
-			}
-		}
-	}
-	return ""
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func uidsByNode(pods []corev1.Pod) map[string]types.UID {
 	out := map[string]types.UID{}
 	for _, p := range pods {
-		out[podNode(&p)] = p.UID
+		out[kwoktest.PodNode(&p)] = p.UID
 	}
 	return out
 }
@@ -662,12 +635,12 @@ func (e *env) checkConverged(ctx context.Context, ns, name string, want converge
 			problems = append(problems, fmt.Sprintf("pod %s is terminating", p.Name))
 			continue
 		}
-		node := podNode(&p)
+		node := kwoktest.PodNode(&p)
 		perNode[node]++
 		if !wantNode[node] {
 			problems = append(problems, fmt.Sprintf("pod %s on node %q, which must run none", p.Name, node))
 		}
-		if !podReady(&p) || p.Status.Phase != corev1.PodRunning {
+		if !kwoktest.PodReady(&p) || p.Status.Phase != corev1.PodRunning {
 			// Bound or not, and the scheduler's word, tell a scheduler
 			// delay from kwok never playing the pod.
 			scheduled := "no PodScheduled condition"
@@ -677,7 +650,7 @@ func (e *env) checkConverged(ctx context.Context, ns, name string, want converge
 				}
 			}
 			problems = append(problems, fmt.Sprintf("pod %s on %s is %s, ready=%v, spec.nodeName %q, %s",
-				p.Name, node, p.Status.Phase, podReady(&p), p.Spec.NodeName, scheduled))
+				p.Name, node, p.Status.Phase, kwoktest.PodReady(&p), p.Spec.NodeName, scheduled))
 		}
 		problems = append(problems, checkDaemonPod(ds, &p, hash, want)...)
 	}
@@ -861,89 +834,28 @@ func (e *env) kubectl(timeout time.Duration, args ...string) (string, error) {
 // ---------------------------------------------------------------------------
 // Watching every intermediate state of a DaemonSet's pods.
 
-// podWatch replays the watch events of the pods in one namespace in order
-// and checks an invariant after each one, so that no intermediate state is
-// missed (polling could skip a short dip).
+// podWatch checks an invariant after each watch event of the pods in one
+// namespace (kwoktest.WatchPods), so that no intermediate state is missed
+// (polling could skip a short dip).
 type podWatch struct {
-	cancel     context.CancelFunc
-	done       chan struct{}
-	events     int
+	*kwoktest.PodWatch
+	// Read after Stop.
 	violations []string
-	relists    int
 }
 
 func (e *env) watchPods(ns string, check func(pods []*corev1.Pod) string) *podWatch {
 	e.t.Helper()
-	ctx, cancel := context.WithCancel(e.ctx)
-	w := &podWatch{cancel: cancel, done: make(chan struct{})}
-	list, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	state := map[string]*corev1.Pod{}
-	for i := range list.Items {
-		state[list.Items[i].Name] = &list.Items[i]
-	}
-	rv := list.ResourceVersion
-	evaluate := func() {
-		pods := make([]*corev1.Pod, 0, len(state))
-		for _, p := range state {
-			pods = append(pods, p)
-		}
+	w := &podWatch{}
+	pw, err := kwoktest.WatchPods(e.ctx, e.client, ns, func(pods []*corev1.Pod, _ string) {
 		if v := check(pods); v != "" && len(w.violations) < 20 {
 			w.violations = append(w.violations, v)
 		}
+	})
+	if err != nil {
+		e.t.Fatal(err)
 	}
-	evaluate()
-	go func() {
-		defer close(w.done)
-		for ctx.Err() == nil {
-			wi, err := e.client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
-			if err != nil {
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			for ev := range wi.ResultChan() {
-				switch ev.Type {
-				case watch.Added, watch.Modified:
-					p := ev.Object.(*corev1.Pod)
-					state[p.Name], rv = p, p.ResourceVersion
-				case watch.Deleted:
-					p := ev.Object.(*corev1.Pod)
-					delete(state, p.Name)
-					rv = p.ResourceVersion
-				case watch.Bookmark:
-					if p, ok := ev.Object.(*corev1.Pod); ok {
-						rv = p.ResourceVersion
-					}
-					continue
-				case watch.Error:
-					// Expired: start over from a fresh list. States in
-					// between are lost, which is counted and reported.
-					wi.Stop()
-					if l, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
-						clear(state)
-						for i := range l.Items {
-							state[l.Items[i].Name] = &l.Items[i]
-						}
-						rv = l.ResourceVersion
-						w.relists++
-					}
-					continue
-				}
-				w.events++
-				evaluate()
-			}
-			wi.Stop()
-		}
-	}()
+	w.PodWatch = pw
 	return w
-}
-
-// stop ends the watch; the fields may be read afterwards.
-func (w *podWatch) stop() {
-	w.cancel()
-	<-w.done
 }
 
 // ---------------------------------------------------------------------------
@@ -1191,7 +1103,7 @@ func TestIntegrationNodeLifecycle(t *testing.T) {
 			return nil, err
 		}
 		for _, p := range live(pods) {
-			if podNode(&p) == node {
+			if kwoktest.PodNode(&p) == node {
 				return &p, nil
 			}
 		}
@@ -1345,7 +1257,7 @@ func TestIntegrationRollingUpdateMaxUnavailable(t *testing.T) {
 				continue
 			}
 			live[p.Spec.NodeName]++
-			if podReady(p) {
+			if kwoktest.PodReady(p) {
 				ready[p.Spec.NodeName] = true
 			}
 		}
@@ -1366,10 +1278,10 @@ func TestIntegrationRollingUpdateMaxUnavailable(t *testing.T) {
 	})
 	e.updateDS(ns, ds.Name, setImage("example.com/agent:v2"))
 	e.waitConverged(ns, ds.Name, converged{nodes: nodes})
-	w.stop()
-	t.Logf("rollout: %d watch events, at most %d nodes without a ready pod, %d relists", w.events, peak, w.relists)
-	if w.relists > 0 {
-		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.relists)
+	w.Stop()
+	t.Logf("rollout: %d watch events, at most %d nodes without a ready pod, %d relists", w.Events(), peak, w.Relists())
+	if w.Relists() > 0 {
+		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.Relists())
 	}
 	for _, v := range w.violations {
 		t.Errorf("invariant violated: %s", v)
@@ -1397,10 +1309,10 @@ func TestIntegrationRollingUpdateMaxSurge(t *testing.T) {
 			if p.DeletionTimestamp != nil {
 				continue
 			}
-			node := podNode(p)
+			node := kwoktest.PodNode(p)
 			live[node]++
 			total++
-			if podReady(p) {
+			if kwoktest.PodReady(p) {
 				ready[node] = true
 			} else {
 				surging[node] = true
@@ -1423,10 +1335,10 @@ func TestIntegrationRollingUpdateMaxSurge(t *testing.T) {
 	})
 	e.updateDS(ns, ds.Name, setImage("example.com/agent:v2"))
 	e.waitConverged(ns, ds.Name, converged{nodes: nodes})
-	w.stop()
-	t.Logf("rollout: %d watch events, at most %d live pods, at most %d nodes surging", w.events, peakPods, peakSurging)
-	if w.relists > 0 {
-		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.relists)
+	w.Stop()
+	t.Logf("rollout: %d watch events, at most %d live pods, at most %d nodes surging", w.Events(), peakPods, peakSurging)
+	if w.Relists() > 0 {
+		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.Relists())
 	}
 	for _, v := range w.violations {
 		t.Errorf("invariant violated: %s", v)
@@ -1481,7 +1393,7 @@ func TestIntegrationOnDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range live(pods) {
-		node, hash, image := podNode(&p), p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey], p.Spec.Containers[0].Image
+		node, hash, image := kwoktest.PodNode(&p), p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey], p.Spec.Containers[0].Image
 		switch {
 		case node == nodes[0]:
 			if p.UID == oldUIDs[node] || hash != newHash || image != "example.com/agent:v2" {
@@ -1498,7 +1410,7 @@ func TestIntegrationOnDelete(t *testing.T) {
 
 func podNameOn(pods []corev1.Pod, node string) string {
 	for _, p := range pods {
-		if podNode(&p) == node && p.DeletionTimestamp == nil {
+		if kwoktest.PodNode(&p) == node && p.DeletionTimestamp == nil {
 			return p.Name
 		}
 	}
@@ -1546,9 +1458,9 @@ func TestIntegrationKubectlRollout(t *testing.T) {
 		var onV3, others []string
 		for _, p := range live(pods) {
 			if p.Spec.Containers[0].Image == neverReady {
-				onV3 = append(onV3, podNode(&p))
+				onV3 = append(onV3, kwoktest.PodNode(&p))
 			} else {
-				others = append(others, podNode(&p))
+				others = append(others, kwoktest.PodNode(&p))
 			}
 		}
 		if len(onV3) == 1 && len(others) == 3 {
@@ -1564,8 +1476,8 @@ func TestIntegrationKubectlRollout(t *testing.T) {
 		}
 		var notV2 []string
 		for _, p := range pods {
-			if p.UID != v2UIDs[podNode(&p)] {
-				notV2 = append(notV2, p.Name+"@"+podNode(&p))
+			if p.UID != v2UIDs[kwoktest.PodNode(&p)] {
+				notV2 = append(notV2, p.Name+"@"+kwoktest.PodNode(&p))
 			}
 		}
 		return len(notV2) <= 1, fmt.Sprintf("replaced: %v", notV2), nil
@@ -1588,7 +1500,7 @@ func TestIntegrationKubectlRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range live(pods) {
-		node := podNode(&p)
+		node := kwoktest.PodNode(&p)
 		if p.Spec.Containers[0].Image != "example.com/agent:v2" {
 			t.Errorf("pod on %s runs %s after undo, want v2", node, p.Spec.Containers[0].Image)
 		}
@@ -1661,7 +1573,7 @@ func TestIntegrationOrphanAdoptRelease(t *testing.T) {
 		got := map[string]types.UID{}
 		owned := 0
 		for _, p := range list.Items {
-			got[podNode(&p)] = p.UID
+			got[kwoktest.PodNode(&p)] = p.UID
 			if len(p.OwnerReferences) > 0 {
 				owned++
 			}
@@ -1714,7 +1626,7 @@ func TestIntegrationOrphanAdoptRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range pods {
-		if node := podNode(&p); node == nodes[0] && p.UID == uids[node] {
+		if node := kwoktest.PodNode(&p); node == nodes[0] && p.UID == uids[node] {
 			t.Errorf("the released pod is still counted as the DaemonSet's pod on %s", node)
 		} else if node != nodes[0] && p.UID != uids[node] {
 			t.Errorf("pod on %s was replaced (uid %s, was %s)", node, p.UID, uids[node])

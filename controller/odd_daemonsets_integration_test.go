@@ -91,7 +91,7 @@ func oddZeroEligibleNodes(e *env) {
 		}
 		var names []string
 		for _, p := range list.Items {
-			names = append(names, p.Name+" on "+podNode(&p))
+			names = append(names, p.Name+" on "+kwoktest.PodNode(&p))
 		}
 		return len(names) == 0, fmt.Sprintf("pods %v", names), nil
 	}
@@ -150,13 +150,13 @@ func oddMaxUnavailableAll(e *env) {
 			if ref := metav1.GetControllerOf(p); ref == nil || ref.UID != ds.UID {
 				continue
 			}
-			node := podNode(p)
+			node := kwoktest.PodNode(p)
 			all[node]++
 			if p.DeletionTimestamp != nil {
 				continue
 			}
 			live[node]++
-			if podReady(p) {
+			if kwoktest.PodReady(p) {
 				ready[node] = true
 			}
 		}
@@ -178,10 +178,10 @@ func oddMaxUnavailableAll(e *env) {
 	})
 	e.updateDS(ns, ds.Name, setImage("example.com/agent:v2"))
 	e.waitConverged(ns, ds.Name, converged{nodes: nodes})
-	w.stop()
-	t.Logf("rollout: %d watch events, at most %d of %d nodes without a ready pod", w.events, peak, len(nodes))
-	if w.relists > 0 {
-		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.relists)
+	w.Stop()
+	t.Logf("rollout: %d watch events, at most %d of %d nodes without a ready pod", w.Events(), peak, len(nodes))
+	if w.Relists() > 0 {
+		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.Relists())
 	}
 	for _, v := range w.violations {
 		t.Errorf("invariant violated: %s", v)
@@ -415,8 +415,8 @@ func oddSharedSelector(e *env) {
 		var waiting []string
 		clear(foreign)
 		for _, p := range list.Items {
-			if p.Status.Phase != corev1.PodRunning || !podReady(&p) {
-				waiting = append(waiting, fmt.Sprintf("%s (%s, ready %v)", p.Name, p.Status.Phase, podReady(&p)))
+			if p.Status.Phase != corev1.PodRunning || !kwoktest.PodReady(&p) {
+				waiting = append(waiting, fmt.Sprintf("%s (%s, ready %v)", p.Name, p.Status.Phase, kwoktest.PodReady(&p)))
 			}
 			if p.Name != orphan {
 				foreign[p.Name] = p
@@ -435,7 +435,7 @@ func oddSharedSelector(e *env) {
 		for _, p := range pods {
 			byName[p.Name] = p
 			if ours(p) && p.DeletionTimestamp == nil {
-				live[podNode(p)]++
+				live[kwoktest.PodNode(p)]++
 			}
 		}
 		var problems []string
@@ -468,10 +468,10 @@ func oddSharedSelector(e *env) {
 	// rolling update replaces.
 	e.waitDeletedByUs(plan.RollingUpdateReason, 0, 1)
 	e.requireQuiet(ds, "", nil)
-	w.stop()
-	t.Logf("%d watch events", w.events)
-	if w.relists > 0 {
-		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.relists)
+	w.Stop()
+	t.Logf("%d watch events", w.Events())
+	if w.Relists() > 0 {
+		t.Errorf("the pod watch expired %d times: intermediate states were missed", w.Relists())
 	}
 	for _, v := range w.violations {
 		t.Errorf("invariant violated: %s", v)

@@ -1,5 +1,7 @@
 // Package kwoktest gives each test package one shared KWOK cluster, brought
-// up in TestMain and always torn down, also after a failing test or Ctrl-C.
+// up in TestMain and always torn down, also after a failing test or Ctrl-C,
+// a watch that shows a test every state of a namespace's pods, and the
+// tests' own reading of a pod's node and readiness.
 package kwoktest
 
 import (

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -169,10 +168,10 @@ func TestLeaderFailoverUnderLoad(t *testing.T) {
 	}
 	f.waitRollout(imageV2, rolloutTimeout)
 
-	w.stop()
-	t.Logf("pod watch: %d events", w.events)
-	if w.relists > 0 {
-		t.Errorf("the pod watch had to relist %d times: the states in between went unseen", w.relists)
+	w.Stop()
+	t.Logf("pod watch: %d events", w.Events())
+	if w.Relists() > 0 {
+		t.Errorf("the pod watch had to relist %d times: the states in between went unseen", w.Relists())
 	}
 	for _, v := range w.violations {
 		t.Errorf("pods: %s", v)
@@ -546,44 +545,26 @@ func (f *fixture) waitFor(timeout time.Duration, what string, cond func(ctx cont
 // ---------------------------------------------------------------------------
 // The watch on the pods.
 
-// podWatch replays the watch events of the DaemonSet's pods in order and
-// checks instantProblems after each one, so that no intermediate state is
+// podWatch checks instantProblems after each watch event of the
+// DaemonSet's pods (kwoktest.WatchPods), so that no intermediate state is
 // missed (polling could skip a short overlap).
 type podWatch struct {
-	cancel context.CancelFunc
-	done   chan struct{}
+	*kwoktest.PodWatch
 	// armed turns the unavailability check on.
 	armed atomic.Bool
-	// Read after stop.
-	events, relists int
-	violations      []string
-	dropped         int
+	// Read after Stop.
+	violations []string
+	dropped    int
 }
 
 const maxViolations = 20
 
 func (f *fixture) watchPods() *podWatch {
 	f.t.Helper()
-	ctx, cancel := context.WithCancel(f.ctx)
-	w := &podWatch{cancel: cancel, done: make(chan struct{})}
-	f.t.Cleanup(w.stop)
-	pods := f.client.CoreV1().Pods(f.ns)
-	list, err := pods.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	state := map[string]*corev1.Pod{}
-	for i := range list.Items {
-		state[list.Items[i].Name] = &list.Items[i]
-	}
-	rv := list.ResourceVersion
+	w := &podWatch{}
 	seen := map[string]bool{} // each problem once
-	evaluate := func() {
-		all := make([]*corev1.Pod, 0, len(state))
-		for _, p := range state {
-			all = append(all, p)
-		}
-		for _, v := range instantProblems(all, f.nodes, maxUnavailable, w.armed.Load()) {
+	pw, err := kwoktest.WatchPods(f.ctx, f.client, f.ns, func(pods []*corev1.Pod, rv string) {
+		for _, v := range instantProblems(pods, f.nodes, maxUnavailable, w.armed.Load()) {
 			switch {
 			case seen[v]:
 			case len(w.violations) < maxViolations:
@@ -593,57 +574,13 @@ func (f *fixture) watchPods() *podWatch {
 				w.dropped++
 			}
 		}
+	})
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	evaluate()
-	go func() {
-		defer close(w.done)
-		for ctx.Err() == nil {
-			wi, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
-			if err != nil {
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			for ev := range wi.ResultChan() {
-				switch ev.Type {
-				case watch.Added, watch.Modified:
-					p := ev.Object.(*corev1.Pod)
-					state[p.Name], rv = p, p.ResourceVersion
-				case watch.Deleted:
-					p := ev.Object.(*corev1.Pod)
-					delete(state, p.Name)
-					rv = p.ResourceVersion
-				case watch.Bookmark:
-					if p, ok := ev.Object.(*corev1.Pod); ok {
-						rv = p.ResourceVersion
-					}
-					continue
-				case watch.Error:
-					// Expired: start over from a fresh list. The states
-					// in between are lost, which is counted.
-					wi.Stop()
-					if l, err := pods.List(ctx, metav1.ListOptions{}); err == nil {
-						clear(state)
-						for i := range l.Items {
-							state[l.Items[i].Name] = &l.Items[i]
-						}
-						rv = l.ResourceVersion
-						w.relists++
-					}
-					continue
-				}
-				w.events++
-				evaluate()
-			}
-			wi.Stop()
-		}
-	}()
+	w.PodWatch = pw
+	f.t.Cleanup(w.Stop)
 	return w
-}
-
-// stop ends the watch; the fields may be read afterwards.
-func (w *podWatch) stop() {
-	w.cancel()
-	<-w.done
 }
 
 // ---------------------------------------------------------------------------

@@ -19,37 +19,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/dsbench/dsbench/bench/audit"
+	"github.com/dsbench/dsbench/kwok/kwoktest"
 )
-
-// podNode is the node a pod runs on or, still unbound, the one the
-// controller pinned it to with a required matchFields metadata.name term
-// (its scheduler bind mode); "" if neither.
-func podNode(p *corev1.Pod) string {
-	if p.Spec.NodeName != "" {
-		return p.Spec.NodeName
-	}
-	a := p.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return ""
-	}
-	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		for _, f := range term.MatchFields {
-			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
-				return f.Values[0]
-			}
-		}
-	}
-	return ""
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
 
 // live: neither being deleted nor finished. A node's daemon pod is one of
 // its live pods.
@@ -70,9 +41,9 @@ func instantProblems(pods []*corev1.Pod, nodes []string, maxUnavailable int, arm
 		if !live(p) {
 			continue
 		}
-		n := podNode(p)
+		n := kwoktest.PodNode(p)
 		liveOn[n] = append(liveOn[n], p.Name)
-		if podReady(p) {
+		if kwoktest.PodReady(p) {
 			readyOn[n] = true
 		}
 	}
@@ -112,7 +83,7 @@ func rolloutState(pods []corev1.Pod, nodes []string, image string) (updated int,
 	done := map[string]bool{}
 	for i := range pods {
 		p := &pods[i]
-		n := podNode(p)
+		n := kwoktest.PodNode(p)
 		switch {
 		case !want[n]:
 			problems = append(problems, fmt.Sprintf("pod %s on node %q, not one of the test's", p.Name, n))
@@ -129,7 +100,7 @@ func rolloutState(pods []corev1.Pod, nodes []string, image string) (updated int,
 		switch {
 		case img != image:
 			problems = append(problems, fmt.Sprintf("pod %s on %s runs %s", p.Name, n, img))
-		case !podReady(p):
+		case !kwoktest.PodReady(p):
 			problems = append(problems, fmt.Sprintf("pod %s on %s is not Ready", p.Name, n))
 		default:
 			done[n] = true
