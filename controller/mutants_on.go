@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,7 +105,10 @@ func fault(format string, args ...any) {
 		return
 	}
 	mutant.faulted = true
-	line := fmt.Sprintf("%s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), mutant.name, fmt.Sprintf(format, args...))
+	// One line per fault: a joined error's newlines would start lines that
+	// the harness cannot read.
+	detail := strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", "; ")
+	line := fmt.Sprintf("%s %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), mutant.name, detail)
 	fmt.Fprint(os.Stderr, "MUTANT FAULT "+line)
 	if mutant.faultFile == "" {
 		return
