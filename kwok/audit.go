@@ -53,10 +53,12 @@ type (
 // is left out: the controller never uses it, the harness's resets do.
 var auditWriteVerbs = []string{"create", "update", "patch", "delete"}
 
-// AuditPolicy renders the audit policy: Metadata level (no bodies), the
-// final stage only (one event per request), for writes to pods,
-// daemonsets (and their status), controllerrevisions, and Leases in
-// conf.LeaseNamespace; nothing else.
+// AuditPolicy renders the audit policy: the final stage only (one event
+// per request), for writes to pods, daemonsets (and their status) and
+// controllerrevisions at Metadata level (no bodies), and for Leases in
+// conf.LeaseNamespace at Request level: the Lease's holder and renewTime
+// are what a standby judges expiry by, and a release shows only in them.
+// Nothing else.
 //
 // Leases are matched by namespace, not by name, because a create has no
 // name in its URL and a rule with resourceNames would miss the first
@@ -75,7 +77,7 @@ func AuditPolicy(conf AuditConfig) ([]byte, error) {
 				{Group: "", Resources: []string{"pods"}},
 				{Group: "apps", Resources: []string{"daemonsets", "daemonsets/status", "controllerrevisions"}},
 			}},
-			{Level: "Metadata", Verbs: auditWriteVerbs, Namespaces: []string{conf.LeaseNamespace}, Resources: []auditGroupRules{
+			{Level: "Request", Verbs: auditWriteVerbs, Namespaces: []string{conf.LeaseNamespace}, Resources: []auditGroupRules{
 				{Group: "coordination.k8s.io", Resources: []string{"leases"}},
 			}},
 			{Level: "None"},

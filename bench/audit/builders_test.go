@@ -28,6 +28,7 @@ type ev struct {
 	noStatus, noObjRef  bool
 	overrideAPIVersion  string
 	overrideRequestTime string
+	body                map[string]any // the requestObject, if any
 }
 
 func (e ev) line() string {
@@ -67,6 +68,10 @@ func (e ev) line() string {
 	if !e.noStatus {
 		m["responseStatus"] = map[string]any{"metadata": map[string]any{}, "code": e.code}
 	}
+	if e.body != nil {
+		m["requestObject"] = e.body
+		m["level"] = "Request"
+	}
 	if e.overrideAPIVersion != "" {
 		m["apiVersion"] = e.overrideAPIVersion
 	}
@@ -86,6 +91,25 @@ func leaseUA(id string) string { return "daemonset-controller/" + id + "/leader-
 // lease is a Lease write by replica id's elector.
 func lease(sec float64, id, verb string, code int) ev {
 	return ev{sec: sec, ua: leaseUA(id), verb: verb, resource: "leases", ns: "default", name: DefaultLeaseName, code: code, apiGroup: "coordination.k8s.io"}
+}
+
+// leaseWithRecord is a successful Lease write whose body (a Request-level
+// log) says holder renewed at renewSec on its clock, for durationSec.
+func leaseWithRecord(sec float64, id, verb, holder string, renewSec float64, durationSec int) ev {
+	code := 200
+	if verb == "create" {
+		code = 201
+	}
+	e := lease(sec, id, verb, code)
+	e.body = map[string]any{
+		"kind": "Lease", "apiVersion": "coordination.k8s.io/v1",
+		"metadata": map[string]any{"name": DefaultLeaseName, "namespace": "default"},
+		"spec": map[string]any{
+			"holderIdentity": holder, "leaseDurationSeconds": durationSec,
+			"renewTime": at(renewSec).Format("2006-01-02T15:04:05.000000Z07:00"),
+		},
+	}
+	return e
 }
 
 // renewals are successful Lease updates by id every 2 s in [from, to].

@@ -64,6 +64,9 @@ type Write struct {
 	At              time.Time // requestReceivedTimestamp
 	Done            time.Time // stageTimestamp
 	Line            int       // in the log
+	// Record is the Lease a Lease write wrote, when the log has its body
+	// (Request level); nil otherwise.
+	Record *LeaseRecord
 }
 
 func (w Write) String() string {
@@ -95,6 +98,20 @@ type Term struct {
 	// is earlier.
 	End      time.Time
 	Renewals int // successful Lease writes after the acquiring one
+	// Seen is the earliest instant at which a standby can have seen the
+	// record the holder last wrote for the first time, and so the instant
+	// from which it counts the record's lease duration (see Check).
+	Seen time.Time
+	// Expiry is the earliest instant at which a standby may take the Lease
+	// unless the holder released it: Seen + the record's
+	// leaseDurationSeconds.
+	Expiry time.Time
+	// Released: the last write of the term gave the Lease up (an empty
+	// holder). Known only from a Request-level log; false otherwise.
+	Released bool
+	// Exact: the log had the Lease's bodies, so Seen and Released are
+	// exact rather than estimated.
+	Exact bool
 	// Writes counts the holder's writes inside the term; FirstWrite and
 	// LastWrite are zero if there are none.
 	Writes                int
@@ -110,10 +127,12 @@ type Handover struct {
 	LastRenewal, Acquired time.Time
 	// Gap is Acquired - LastRenewal: how long no replica could act.
 	Gap time.Duration
-	// BeforeExpiry: To acquired before From's term would have expired,
-	// which client-go does only once From has released the Lease (a
-	// graceful shutdown) — or else something is wrong with the election.
+	// BeforeExpiry: To acquired before From's Term.Expiry, which client-go
+	// does only once From has released the Lease (a graceful shutdown) —
+	// or else something is wrong with the election.
 	BeforeExpiry bool
+	// Released: From's last Lease write released it (Term.Released).
+	Released bool
 }
 
 // Interval is a stretch of one replica's writes: all its writes in one of
@@ -195,12 +214,22 @@ func (r Report) OK() bool { return len(r.Violations) == 0 }
 // expired), and takes in its following writes while each comes within
 // LeaseDuration of the one before.
 //
-// The bound. client-go lets a standby take the Lease only after it has seen
-// the same Lease record unchanged for LeaseDuration on its clock, and it saw
-// the holder's last renewal no earlier than that renewal's receipt. So no
-// one else can acquire before LastRenewal + LeaseDuration unless the holder
-// released the Lease, and a term ends there, or at the next term's start if
-// that comes first. The holder itself gives up sooner: its renew loop
+// Expiry. client-go lets a standby take the Lease only after it has seen
+// the same record unchanged for the record's leaseDurationSeconds on its
+// clock, or once the holder released it (an empty holder). The record it
+// compares holds renewTime at a second's precision (LeaderElectionRecord's
+// metav1.Time), so renewals within one second of renewTime look alike to
+// it: it counts from the first of them it saw, which it saw no earlier
+// than that write's receipt (Term.Seen), and may acquire up to a second
+// before LastRenewal + LeaseDuration (Term.Expiry). A Request-level log
+// (kwok.AuditPolicy) has the records, and these instants are exact; from a
+// Metadata-level log Seen is estimated as LastRenewal − 1 s, renewTime
+// taken for the receipt, and a release cannot be told from a renewal.
+//
+// The bound. No one else can write as leader before the holder's
+// LastRenewal + LeaseDuration unless it took the Lease sooner, and a term
+// ends there, or at the next term's start if that comes first. The holder
+// itself gives up sooner: its renew loop
 // waits RetryPeriod after a success, then retries for RenewDeadline, so it
 // stops leading at about LastRenewal + RetryPeriod + RenewDeadline (12 s by
 // the controller's defaults, under LeaseDuration's 15 s), plus what in-flight
@@ -269,6 +298,9 @@ func Check(conf Config, events []Event) (Report, error) {
 	slices.SortStableFunc(writes, byTime)
 
 	rep.Terms = terms(leases, conf.LeaseDuration)
+	for i := range rep.Terms {
+		expire(&rep.Terms[i], leases, conf.LeaseDuration)
+	}
 	for i, t := range rep.Terms {
 		replica(t.Holder).Terms++
 		if i > 0 && rep.Terms[i-1].Holder != t.Holder {
@@ -277,7 +309,8 @@ func Check(conf Config, events []Event) (Report, error) {
 				From: prev.Holder, To: t.Holder,
 				LastRenewal: prev.LastRenewal, Acquired: t.Start,
 				Gap:          t.Start.Sub(prev.LastRenewal),
-				BeforeExpiry: t.Start.Before(prev.LastRenewal.Add(conf.LeaseDuration)),
+				BeforeExpiry: t.Start.Before(prev.Expiry),
+				Released:     prev.Released,
 			})
 		}
 	}
@@ -349,6 +382,50 @@ func terms(leases []Write, leaseDuration time.Duration) []Term {
 	return ts
 }
 
+// recordGranularity is the precision of the times in client-go's
+// LeaderElectionRecord (metav1.Time), the record a standby compares.
+const recordGranularity = time.Second
+
+// expire sets t's Seen, Expiry, Released and Exact from the term's Lease
+// writes (leases in time order, every term's).
+func expire(t *Term, leases []Write, leaseDuration time.Duration) {
+	var mine []Write
+	for _, l := range leases {
+		if l.Replica == t.Holder && !l.At.Before(t.Start) && !l.At.After(t.LastRenewal) {
+			mine = append(mine, l)
+		}
+	}
+	duration := leaseDuration.Truncate(time.Second) // int seconds, as client-go writes it
+	last := mine[len(mine)-1]
+	if last.Record == nil {
+		t.Seen = t.LastRenewal.Add(-recordGranularity)
+		if t.Seen.Before(t.Start) {
+			t.Seen = t.Start
+		}
+		t.Expiry = t.Seen.Add(duration)
+		return
+	}
+	t.Exact = true
+	t.Released = last.Record.Holder == ""
+	// Walk back over the writes whose record a standby could not tell
+	// from the last one.
+	seen := len(mine) - 1
+	for seen > 0 && sameRecord(mine[seen-1].Record, last.Record) {
+		seen--
+	}
+	t.Seen = mine[seen].At
+	if last.Record.DurationSeconds > 0 {
+		duration = time.Duration(last.Record.DurationSeconds) * time.Second
+	}
+	t.Expiry = t.Seen.Add(duration)
+}
+
+// sameRecord: a and b look alike to client-go's comparison of records.
+func sameRecord(a, b *LeaseRecord) bool {
+	return a != nil && b != nil && a.Holder == b.Holder && a.DurationSeconds == b.DurationSeconds &&
+		a.RenewTime.Truncate(recordGranularity).Equal(b.RenewTime.Truncate(recordGranularity))
+}
+
 // termAt is the index of the term that holds t, or -1.
 func termAt(ts []Term, t time.Time) int {
 	i := sort.Search(len(ts), func(i int) bool { return ts[i].Start.After(t) }) - 1
@@ -414,8 +491,12 @@ func toWrite(id string, ev Event) Write {
 	if o.Subresource != "" {
 		res += "/" + o.Subresource
 	}
-	return Write{
+	w := Write{
 		Replica: id, Verb: ev.Verb, Resource: res, Namespace: o.Namespace, Name: o.Name,
 		Code: ev.Code(), At: ev.RequestReceivedTimestamp, Done: ev.StageTimestamp, Line: ev.Line,
 	}
+	if rec, ok := ev.leaseRecord(); ok && res == "leases" {
+		w.Record = &rec
+	}
+	return w
 }

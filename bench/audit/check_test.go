@@ -29,8 +29,11 @@ func digestOf(r Report) digest {
 	}
 	for _, h := range r.Handovers {
 		how := "expired"
-		if h.BeforeExpiry {
+		switch {
+		case h.BeforeExpiry && h.Released:
 			how = "released"
+		case h.BeforeExpiry:
+			how = "before expiry"
 		}
 		d.Handovers = append(d.Handovers, fmt.Sprintf("%s->%s gap=%v %s", h.From, h.To, h.Gap, how))
 	}
@@ -79,6 +82,8 @@ func TestCheck(t *testing.T) {
 		{
 			// a shuts down gracefully: workers stop, then it releases the
 			// Lease (an update like any renewal), and b takes it at once.
+			// A Metadata-level log cannot show the release: only that b
+			// acquired before a's record expired.
 			name: "clean handover after a release",
 			log: logOf(
 				evs(lease(0, "a", "create", 201)), renewals("a", 2, 10),
@@ -87,7 +92,7 @@ func TestCheck(t *testing.T) {
 			),
 			want: digest{
 				Terms:     []string{"a 0s-11s renewals=5 writes=2", "b 11s-26s renewals=0 writes=1"},
-				Handovers: []string{"a->b gap=1s released"},
+				Handovers: []string{"a->b gap=1s before expiry"},
 				Acting:    map[string][]string{"a": {"1s-9s x2 term=0"}, "b": {"11.5s-11.5s x1 term=1"}},
 				Counts: map[string]string{
 					"a": "writes=2 failed=0 lease=6/0 terms=1 violations=0",
@@ -108,7 +113,7 @@ func TestCheck(t *testing.T) {
 			),
 			want: digest{
 				Terms:      []string{"a 0s-11s renewals=5 writes=1", "b 11s-26s renewals=0 writes=1"},
-				Handovers:  []string{"a->b gap=1s released"},
+				Handovers:  []string{"a->b gap=1s before expiry"},
 				Violations: []string{"a delete pods/p2 @12s leader=b", "a delete pods/p3 @12.5s leader=b"},
 				Acting:     map[string][]string{"a": {"9s-9s x1 term=0", "12s-12.5s x2 term=-1"}, "b": {"13s-13s x1 term=1"}},
 				Counts: map[string]string{
@@ -191,6 +196,69 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
+			// A Request-level log. a renews twice within second 10 of its
+			// clock and is killed; to b the two records look alike
+			// (renewTime has a second's precision), so b counts the 4 s
+			// lease from the first: it may acquire 3.6 s after the last
+			// renewal, and does.
+			name: "takeover counted from the first renewal of the record's second",
+			conf: Config{LeaseNamespace: "default", LeaseDuration: 4 * time.Second},
+			log: logOf(
+				evs(leaseWithRecord(8, "a", "create", "a", 7.99, 4), leaseWithRecord(9.5, "a", "update", "a", 9.49, 4)),
+				evs(leaseWithRecord(10.2, "a", "update", "a", 10.19, 4), leaseWithRecord(10.7, "a", "update", "a", 10.69, 4)),
+				evs(pod(10.5, "a", "delete", "p1")),
+				evs(leaseWithRecord(14.3, "b", "update", "b", 14.29, 4), pod(14.5, "b", "create", "p1")),
+			),
+			want: digest{
+				Terms:     []string{"a 8s-14.3s renewals=3 writes=1", "b 14.3s-18.3s renewals=0 writes=1"},
+				Handovers: []string{"a->b gap=3.6s expired"},
+				Acting:    map[string][]string{"a": {"10.5s-10.5s x1 term=0"}, "b": {"14.5s-14.5s x1 term=1"}},
+				Counts: map[string]string{
+					"a": "writes=1 failed=0 lease=4/0 terms=1 violations=0",
+					"b": "writes=1 failed=0 lease=1/0 terms=1 violations=0",
+				},
+			},
+		},
+		{
+			// The same, but b acquires 3.2 s after a's last renewal: before
+			// the record it saw first can have expired, and a did not
+			// release. An election that lets that happen is broken.
+			name: "takeover before the record can have expired",
+			conf: Config{LeaseNamespace: "default", LeaseDuration: 4 * time.Second},
+			log: logOf(
+				evs(leaseWithRecord(8, "a", "create", "a", 7.99, 4), leaseWithRecord(10.2, "a", "update", "a", 10.19, 4), leaseWithRecord(10.7, "a", "update", "a", 10.69, 4)),
+				evs(leaseWithRecord(13.9, "b", "update", "b", 13.89, 4)),
+			),
+			want: digest{
+				Terms:     []string{"a 8s-13.9s renewals=2 writes=0", "b 13.9s-17.9s renewals=0 writes=0"},
+				Handovers: []string{"a->b gap=3.2s before expiry"},
+				Acting:    map[string][]string{},
+				Counts: map[string]string{
+					"a": "writes=0 failed=0 lease=3/0 terms=1 violations=0",
+					"b": "writes=0 failed=0 lease=1/0 terms=1 violations=0",
+				},
+			},
+		},
+		{
+			// a releases (an empty holder, as client-go writes it) and b
+			// takes the Lease at once: the log says it was a release.
+			name: "release seen in a Request-level log",
+			conf: Config{LeaseNamespace: "default", LeaseDuration: 4 * time.Second},
+			log: logOf(
+				evs(leaseWithRecord(8, "a", "create", "a", 7.99, 4), leaseWithRecord(10.2, "a", "update", "", 10.19, 1)),
+				evs(leaseWithRecord(10.4, "b", "update", "b", 10.39, 4)),
+			),
+			want: digest{
+				Terms:     []string{"a 8s-10.4s renewals=1 writes=0", "b 10.4s-14.4s renewals=0 writes=0"},
+				Handovers: []string{"a->b gap=200ms released"},
+				Acting:    map[string][]string{},
+				Counts: map[string]string{
+					"a": "writes=0 failed=0 lease=2/0 terms=1 violations=0",
+					"b": "writes=0 failed=0 lease=1/0 terms=1 violations=0",
+				},
+			},
+		},
+		{
 			name: "empty log",
 			log:  "\n",
 			want: digest{Acting: map[string][]string{}, Counts: map[string]string{}},
@@ -259,6 +327,9 @@ func checkInvariants(t *testing.T, r Report) {
 	for i, tm := range r.Terms {
 		if tm.End.Before(tm.Start) || tm.LastRenewal.Before(tm.Start) {
 			t.Errorf("term %d: start %v, last renewal %v, end %v", i, tm.Start, tm.LastRenewal, tm.End)
+		}
+		if tm.Seen.Before(tm.Start) || tm.Seen.After(tm.LastRenewal) || tm.Expiry.Before(tm.Seen) {
+			t.Errorf("term %d: start %v, seen %v, last renewal %v, expiry %v", i, tm.Start, tm.Seen, tm.LastRenewal, tm.Expiry)
 		}
 		if i > 0 && tm.Start.Before(r.Terms[i-1].End) {
 			t.Errorf("term %d starts at %v, before term %d ends at %v", i, tm.Start, i-1, r.Terms[i-1].End)

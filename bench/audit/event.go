@@ -30,6 +30,11 @@ type Event struct {
 	} `json:"responseStatus"`
 	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
 	StageTimestamp           time.Time `json:"stageTimestamp"`
+	// RequestObject is the request's body, logged at Request level and
+	// above; kwok.AuditPolicy logs it for Lease writes only.
+	// It is decoded only for Lease writes (Event.leaseRecord), so that an
+	// odd body of some other request cannot make the log unreadable.
+	RequestObject json.RawMessage `json:"requestObject,omitempty"`
 
 	// Line is the event's line in its log (1-based), for a reader to find it.
 	Line int `json:"-"`
@@ -51,6 +56,36 @@ const (
 	StageResponseComplete = "ResponseComplete"
 	StagePanic            = "Panic"
 )
+
+// LeaseRecord is what client-go's elector wrote to the Lease: the record
+// that standbys compare and judge expiry by.
+type LeaseRecord struct {
+	Holder string
+	// DurationSeconds is spec.leaseDurationSeconds; 0 if absent.
+	DurationSeconds int
+	// RenewTime is spec.renewTime on the writer's clock; zero if absent.
+	RenewTime time.Time
+}
+
+// leaseRecord decodes the Lease in the request body; ok is false when the
+// event has no body (a Metadata-level log) or the body is not a Lease.
+func (e Event) leaseRecord() (rec LeaseRecord, ok bool) {
+	if len(e.RequestObject) == 0 {
+		return rec, false
+	}
+	var obj struct {
+		Kind string `json:"kind"`
+		Spec struct {
+			HolderIdentity       string    `json:"holderIdentity"`
+			LeaseDurationSeconds int       `json:"leaseDurationSeconds"`
+			RenewTime            time.Time `json:"renewTime"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(e.RequestObject, &obj); err != nil || obj.Kind != "Lease" {
+		return rec, false
+	}
+	return LeaseRecord{Holder: obj.Spec.HolderIdentity, DurationSeconds: obj.Spec.LeaseDurationSeconds, RenewTime: obj.Spec.RenewTime}, true
+}
 
 // Code is the response's HTTP status code, 0 if the event has none.
 func (e Event) Code() int {

@@ -55,8 +55,11 @@ func (r Report) String() string {
 	}
 	for _, h := range r.Handovers {
 		how := "after expiry"
-		if h.BeforeExpiry {
+		switch {
+		case h.BeforeExpiry && h.Released:
 			how = "before expiry (released)"
+		case h.BeforeExpiry:
+			how = "before expiry (not released, or a Metadata-level log)"
 		}
 		fmt.Fprintf(&b, "handover %s -> %s at %s: gap %v, %s\n", h.From, h.To, clock(h.Acquired), h.Gap, how)
 	}

@@ -219,6 +219,13 @@ func (f *fixture) judge(rep audit.Report, events []audit.Event, done []kill) {
 			t.Errorf("  %s", v)
 		}
 	}
+	// The policy logs the Lease's bodies, so that expiry and release are
+	// judged from the records themselves, not estimated.
+	for i, tm := range rep.Terms {
+		if !tm.Exact {
+			t.Errorf("term %d (%s): the audit log has no Lease body; expiry is only estimated", i, tm.Holder)
+		}
+	}
 	// One handover per kill, each from the killed leader to the standby.
 	if got := rep.LeaderChanges(); got != len(done) || got < kills {
 		t.Errorf("%d leader changes in the audit log, want %d (one per kill)", got, len(done))
@@ -228,8 +235,11 @@ func (f *fixture) judge(rep audit.Report, events []audit.Event, done []kill) {
 		if i < len(done) && (h.From != done[i].from || h.To != done[i].to) {
 			t.Errorf("handover %d: %s -> %s, but kill %d was of %s, and %s took over", i, h.From, h.To, i, done[i].from, done[i].to)
 		}
+		if h.Released {
+			t.Errorf("handover %d: %s released the Lease, though it was killed", i, h.From)
+		}
 		if h.BeforeExpiry {
-			t.Errorf("handover %d: %s took the Lease %v after %s's last renewal, before it expired, though a killed leader never releases", i, h.To, h.Gap, h.From)
+			t.Errorf("handover %d: %s took the Lease %v after %s's last renewal, before the record it saw first can have expired, though a killed leader never releases", i, h.To, h.Gap, h.From)
 		}
 		if h.Gap > bound {
 			t.Errorf("handover %d: %s took the Lease %v after %s's last renewal, more than %v (lease %v, retry period %v)", i, h.To, h.Gap, h.From, bound, leaseDuration, retryPeriod)

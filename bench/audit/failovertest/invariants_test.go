@@ -201,8 +201,10 @@ const takeoverSlack = time.Second
 // renewal. After the last renewal it may take one stretched period to see
 // it, LeaseDuration to hold it expired, and one more stretched period until
 // the poll that acquires: LeaseDuration + 2 × 2.2 × RetryPeriod. The killed
-// leader never released the Lease, so a gap shorter than LeaseDuration would
-// be an error of the election (Handover.BeforeExpiry).
+// leader never released the Lease, so a takeover before the record it last
+// wrote can have expired (up to a second before LeaseDuration after the last
+// renewal, see audit.Check) would be an error of the election
+// (Handover.BeforeExpiry).
 func takeoverBound(leaseDuration, retryPeriod time.Duration) time.Duration {
 	stretched := time.Duration((1 + leaderelection.JitterFactor) * float64(retryPeriod))
 	return leaseDuration + 2*stretched + takeoverSlack
