@@ -290,7 +290,7 @@ func (c *Checker) checkStatus(s *dsState, now time.Time) {
 	// episode can reach the oracle before the node or pod change it already
 	// counted (separate watch streams); an episode that a lower-versioned
 	// event closes was never a disagreement in etcd's order.
-	c.limitEpisode(k, s, why != "", now, func(x *Violation) {
+	c.retractableEpisode(k, s, why != "", now, func(x *Violation) {
 		if x.Detail == "" {
 			x.Detail = why
 		}

@@ -271,7 +271,7 @@ func NewChecker(cfg Config) *Checker {
 }
 
 // Retracted counts limit and status episodes withdrawn because the event that ended
-// them came first in etcd's order (see limitEpisode).
+// them came first in etcd's order (see retractableEpisode).
 func (c *Checker) Retracted() int { return c.retracted }
 
 // World is the Checker's view; read it, do not Apply to it directly.
@@ -766,7 +766,7 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 	maxSurge, _ := s.e.limits(s.mustRun)
 	sk := episodeKey{ds: s.key, kind: Oversurge}
 	overSurge, maxSurge := s.surge.judge(s.surging, maxSurge, t, c.cfg.LimitLag, c.open[sk] != nil)
-	c.limitEpisode(sk, s, s.e.surge() && overSurge, t, func(x *Violation) {
+	c.retractableEpisode(sk, s, s.e.surge() && overSurge, t, func(x *Violation) {
 		if s.surging > x.Peak {
 			x.Peak, x.Allowed = s.surging, maxSurge
 		}
@@ -782,7 +782,7 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 	k := episodeKey{ds: s.key, kind: Overunavailable}
 	over, allowed := s.unav.judge(s.disrupted, allowed, t, c.cfg.LimitLag, c.open[k] != nil)
 	over = over && !conv
-	c.limitEpisode(k, s, over, t, func(x *Violation) {
+	c.retractableEpisode(k, s, over, t, func(x *Violation) {
 		if s.disrupted > x.Peak {
 			x.Peak, x.Allowed = s.disrupted, allowed
 		}
@@ -888,7 +888,7 @@ type limitOpening struct {
 	hadRollout    bool
 }
 
-// limitEpisode is episode for Overunavailable and Oversurge, which count
+// retractableEpisode is episode for Overunavailable and Oversurge, which count
 // disruptions over all of a DaemonSet's nodes, and for StatusMismatch. Pod and node events arrive
 // on separate watch streams, so the oracle can see a controller's deletion
 // before the node change that caused it (a label that made the node
@@ -896,7 +896,7 @@ type limitOpening struct {
 // has a lower resourceVersion than the one that began it, etcd ordered the
 // end first: in the cluster's own order the limit was never exceeded, and
 // the episode is retracted, with the rollout's peak as it was before it.
-func (c *Checker) limitEpisode(k episodeKey, s *dsState, on bool, t time.Time, fill func(*Violation)) {
+func (c *Checker) retractableEpisode(k episodeKey, s *dsState, on bool, t time.Time, fill func(*Violation)) {
 	_, open := c.open[k]
 	switch {
 	case on && !open:
