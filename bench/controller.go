@@ -24,8 +24,14 @@ type Controller string
 
 // The controllers the runner can start.
 const (
-	// Ours is this project's cmd/daemonset-controller.
+	// Ours is this project's cmd/daemonset-controller, which pins each pod
+	// to its node and leaves the binding to kube-scheduler, as upstream does.
 	Ours Controller = "ours"
+	// OursDirect is the same binary started with --bind-mode=direct: it sets
+	// spec.nodeName itself and kube-scheduler never sees its pods. It is
+	// measured beside Ours to show what skipping the scheduler saves;
+	// neither the gate nor the verdict of a run judges it (see Judge).
+	OursDirect Controller = "ours-direct"
 	// Upstream is kube-controller-manager running only its DaemonSet
 	// controller, in its own process, as the baseline.
 	Upstream Controller = "upstream"
@@ -39,17 +45,36 @@ const (
 // ParseController checks a --controller value.
 func ParseController(s string) (Controller, error) {
 	switch Controller(s) {
-	case Ours, Upstream, Floor:
+	case Ours, OursDirect, Upstream, Floor:
 		return Controller(s), nil
 	}
-	return "", fmt.Errorf("controller %q: want ours, upstream or floor", s)
+	return "", fmt.Errorf("controller %q: want ours, ours-direct, upstream or floor", s)
 }
 
-// ControllerConfig says how to start the controller under test. Both
-// controllers get the same worker count and client rate limits.
+// IsOurs says whether c runs this project's binary, in either bind mode:
+// what applies to our process (its flags, ExtraArgs such as --sync-delay,
+// its metrics) applies to both.
+func (c Controller) IsOurs() bool { return c == Ours || c == OursDirect }
+
+// bindModeFlag is our binary's flag that OursDirect sets; ExtraArgs must
+// not, since the controller's name is what says how it binds.
+const bindModeFlag = "--bind-mode"
+
+// binary is the binary that runs c: its own entry in bins, or for
+// OursDirect, which is the same program, the one of Ours.
+func (c Controller) binary(bins map[Controller]string) string {
+	if b, ok := bins[c]; ok || c != OursDirect {
+		return b
+	}
+	return bins[Ours]
+}
+
+// ControllerConfig says how to start the controller under test. Every
+// controller gets the same worker count and client rate limits.
 type ControllerConfig struct {
 	Which Controller
-	// Binary is cmd/daemonset-controller (ours) or kube-controller-manager.
+	// Binary is cmd/daemonset-controller (ours, ours-direct) or
+	// kube-controller-manager.
 	Binary     string
 	Kubeconfig string
 	Workers    int
@@ -59,7 +84,10 @@ type ControllerConfig struct {
 	Burst int
 	// LogPath receives the process's output.
 	LogPath string
-	// ExtraArgs are appended (for example --sync-delay for the gate test).
+	// ExtraArgs are appended to our binary's arguments, in either bind mode
+	// (for example --sync-delay for the gate test); upstream, which knows
+	// none of our flags, and the floor do not get them. They must not set
+	// --bind-mode: Which decides it (checkExtraArgs).
 	ExtraArgs []string
 	// Env is added to the runner's environment (for example DSBENCH_MUTANT).
 	Env []string
@@ -116,7 +144,7 @@ func (c ControllerConfig) args(metricsPort, healthPort int) []string {
 		if burst <= 0 {
 			burst = int(qps)
 		}
-		args := []string{
+		return []string{
 			"--kubeconfig=" + c.Kubeconfig,
 			"--controllers=daemonset-controller",
 			"--leader-elect=false",
@@ -128,8 +156,7 @@ func (c ControllerConfig) args(metricsPort, healthPort int) []string {
 			"--secure-port=" + strconv.Itoa(metricsPort),
 			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
 		}
-		return append(args, c.ExtraArgs...)
-	default:
+	default: // ours, in either bind mode
 		args := []string{
 			"--kubeconfig=" + c.Kubeconfig,
 			"--leader-elect=false",
@@ -139,8 +166,23 @@ func (c ControllerConfig) args(metricsPort, healthPort int) []string {
 			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
 			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(healthPort),
 		}
+		if c.Which == OursDirect {
+			args = append(args, bindModeFlag+"=direct")
+		}
 		return append(args, c.ExtraArgs...)
 	}
+}
+
+// checkExtraArgs refuses ExtraArgs that set --bind-mode: our binary takes
+// the last value of a flag, so they would silently turn ours into
+// ours-direct or back, and the report would name the wrong column.
+func (c ControllerConfig) checkExtraArgs() error {
+	for _, a := range c.ExtraArgs {
+		if a == bindModeFlag || strings.HasPrefix(a, bindModeFlag+"=") {
+			return fmt.Errorf("controller extra argument %q: the controller's name chooses the bind mode (%s or %s)", a, Ours, OursDirect)
+		}
+	}
+	return nil
 }
 
 // StartController starts the controller and waits until it answers its
@@ -148,6 +190,9 @@ func (c ControllerConfig) args(metricsPort, healthPort int) []string {
 func StartController(ctx context.Context, conf ControllerConfig) (*ControllerProcess, error) {
 	if conf.Workers <= 0 {
 		return nil, fmt.Errorf("workers %d: must be positive", conf.Workers)
+	}
+	if err := conf.checkExtraArgs(); err != nil {
+		return nil, err
 	}
 	p := &ControllerProcess{conf: conf}
 	if err := p.start(ctx); err != nil {

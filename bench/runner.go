@@ -46,7 +46,8 @@ type Config struct {
 	// Controller is the template for the controller under test; Which and
 	// Binary are set per run from Binaries.
 	Controller ControllerConfig
-	// Binaries maps each controller to its binary.
+	// Binaries maps each controller to its binary; OursDirect, the same
+	// program as Ours, runs Ours's unless it has an entry of its own.
 	Binaries map[Controller]string
 	// Nodes overrides the scenario's node count (0: its default).
 	Nodes int
@@ -147,6 +148,9 @@ func NewRunner(conf Config) (*Runner, error) {
 	if conf.REST == nil {
 		return nil, errors.New("runner: no cluster configuration")
 	}
+	if err := conf.Controller.checkExtraArgs(); err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
 	if conf.Clock == nil {
 		conf.Clock = clock.RealClock{}
 	}
@@ -164,7 +168,7 @@ func NewRunner(conf Config) (*Runner, error) {
 }
 
 // Binary is the binary the runner starts for a controller ("" for the floor).
-func (r *Runner) Binary(which Controller) string { return r.conf.Binaries[which] }
+func (r *Runner) Binary(which Controller) string { return which.binary(r.conf.Binaries) }
 
 // WithFloor returns a runner that shares r's cluster and client and paces
 // the floor with conf.
@@ -215,7 +219,7 @@ func failed(run reports.Run, clk clock.PassiveClock, err error) reports.Run {
 }
 
 // controllerUnderTest is what the steps do to the controller: a process
-// (ours, upstream) or the floor in the harness's own process.
+// (ours, ours-direct, upstream) or the floor in the harness's own process.
 type controllerUnderTest interface {
 	Kill()
 	Restart(ctx context.Context) error
@@ -752,7 +756,7 @@ func (s *runState) startAPIProxy() (func(), error) {
 func (s *runState) startController(ctx context.Context) error {
 	conf := s.r.conf.Controller
 	conf.Which = s.which
-	conf.Binary = s.r.conf.Binaries[s.which]
+	conf.Binary = s.which.binary(s.r.conf.Binaries)
 	conf.Kubeconfig = s.r.conf.Kubeconfig
 	if s.ctrlKubeconfig != "" {
 		conf.Kubeconfig = s.ctrlKubeconfig

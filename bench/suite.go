@@ -41,10 +41,11 @@ type SuiteConfig struct {
 	// Interleave alternates controllers per repetition instead of running
 	// each controller's repetitions together.
 	Interleave bool
-	// Controller is the template of ours and upstream: workers, client QPS
-	// and burst, extra arguments.
+	// Controller is the template of ours (in either bind mode) and
+	// upstream: workers, client QPS and burst, extra arguments.
 	Controller ControllerConfig
-	// Binaries maps each controller to its binary (none for the floor).
+	// Binaries maps each controller to its binary (none for the floor;
+	// ours-direct runs ours's unless it has its own).
 	Binaries map[Controller]string
 	// FloorInFlight are the floor's pacings to try, each on one repetition
 	// in turn, then the fastest (see floorPacer); FloorQPS caps its calls
@@ -177,7 +178,9 @@ type Verdict struct {
 }
 
 // Judge gates r against the baseline b, or, when b is nil, checks the
-// invariants of our controller alone.
+// invariants of our controller alone. Ours means ours with its default
+// binding, as in the gate: ours-direct, like upstream and the floor, is
+// measured and reported, but does not decide the verdict.
 func Judge(r *reports.Report, b *reports.Baseline) Verdict {
 	if b != nil {
 		gate := reports.Gate(r, b)
@@ -319,7 +322,7 @@ func suiteReport(conf SuiteConfig, now time.Time) *reports.Report {
 		if w == Floor {
 			cp.Args = floorArgs(conf.FloorInFlight, conf.FloorQPS)
 		}
-		cp.Binary = conf.Binaries[w]
+		cp.Binary = w.binary(conf.Binaries)
 		r.Params.Controllers = append(r.Params.Controllers, cp)
 	}
 	r.Params.Harness = reports.ClientParams{QPS: -1}

@@ -114,8 +114,9 @@ func TestSuiteReportParams(t *testing.T) {
 }
 
 // Each controller's parameters say how to run it again: its settings, its
-// command line (the floor's: the pacings it tried) and its binary; the
-// local cluster's setup, when the cluster is ours.
+// command line (the floor's: the pacings it tried; ours-direct's with its
+// bind mode) and its binary (ours-direct's is ours's); the local cluster's
+// setup, when the cluster is ours.
 func TestSuiteReportControllers(t *testing.T) {
 	sc, _, err := scenarios.LoadLibrary("bench-rollout")
 	if err != nil {
@@ -123,7 +124,7 @@ func TestSuiteReportControllers(t *testing.T) {
 	}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.FixedZone("CET", 3600))
 	conf := SuiteConfig{
-		Scenarios: []*scenarios.Scenario{sc}, Controllers: []Controller{Ours, Floor},
+		Scenarios: []*scenarios.Scenario{sc}, Controllers: []Controller{Ours, OursDirect, Floor},
 		Controller:    ControllerConfig{Workers: 7, QPS: 50, Burst: 100, ExtraArgs: []string{"--sync-delay=1s"}},
 		Binaries:      map[Controller]string{Ours: "/bin/ours", Upstream: "/bin/kcm"},
 		FloorInFlight: []int{32, 128}, FloorQPS: 2.5,
@@ -134,15 +135,20 @@ func TestSuiteReportControllers(t *testing.T) {
 		t.Errorf("generated at %v (schema %q), want %v in UTC", r.GeneratedAt, r.SchemaVersion, now)
 	}
 	oursArgs := ControllerConfig{Which: Ours, Workers: 7, QPS: 50, Burst: 100, ExtraArgs: []string{"--sync-delay=1s"}}.Args()
+	directArgs := ControllerConfig{Which: OursDirect, Workers: 7, QPS: 50, Burst: 100, ExtraArgs: []string{"--sync-delay=1s"}}.Args()
 	want := []reports.ControllerParams{
 		{Name: "ours", Binary: "/bin/ours", QPS: 50, Burst: 100, Workers: 7, Args: oursArgs},
+		{Name: "ours-direct", Binary: "/bin/ours", QPS: 50, Burst: 100, Workers: 7, Args: directArgs},
 		{Name: "floor", QPS: 50, Burst: 100, Workers: 7, Args: []string{"--floor-inflight=32,128", "--floor-qps=2.5"}},
 	}
 	if diff := cmp.Diff(want, r.Params.Controllers); diff != "" {
 		t.Errorf("controllers (-want +got):\n%s", diff)
 	}
-	if !slices.Contains(oursArgs, "--sync-delay=1s") {
-		t.Errorf("our args %v lack the extra argument", oursArgs)
+	if !slices.Contains(oursArgs, "--sync-delay=1s") || !slices.Contains(directArgs, "--sync-delay=1s") {
+		t.Errorf("our args %v and %v: want the extra argument in both", oursArgs, directArgs)
+	}
+	if slices.Contains(oursArgs, "--bind-mode=direct") || !slices.Contains(directArgs, "--bind-mode=direct") {
+		t.Errorf("our args %v and %v: want --bind-mode=direct in ours-direct's only", oursArgs, directArgs)
 	}
 	if diff := cmp.Diff(conf.Kwok, r.Params.Kwok); diff != "" {
 		t.Errorf("kwok (-want +got):\n%s", diff)
@@ -153,7 +159,8 @@ func TestSuiteReportControllers(t *testing.T) {
 }
 
 // Without a baseline the suite passes when the invariants hold for our
-// controller, whatever upstream did; with one, the gate decides.
+// controller, whatever upstream or ours-direct did; with one, the gate
+// decides, and it judges ours alone too.
 func TestJudge(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	// report has five clean repetitions of each controller given; a name
@@ -186,9 +193,11 @@ func TestJudge(t *testing.T) {
 		{"clean", report("ours", "upstream"), nil, true, false, 0},
 		{"upstream's violation does not fail", report("ours", "upstream!"), nil, true, false, 0},
 		{"ours' violation fails and is named", report("ours!", "upstream"), nil, false, false, 1},
+		{"ours-direct's violation does not fail", report("ours", "ours-direct!"), nil, true, false, 0},
 		{"no runs fails", report(), nil, false, false, 0},
 		{"a baseline: the gate decides", report("ours"), baseline, true, true, 0},
 		{"a baseline: ours' violation fails the gate", report("ours!"), baseline, false, true, 0},
+		{"a baseline: ours-direct's violation does not fail the gate", report("ours", "ours-direct!"), baseline, true, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -184,7 +184,7 @@ func (f *runFlags) validate(fs *pflag.FlagSet, e *flagErrors) {
 	if f.syncDelay < 0 {
 		e.add("sync-delay", f.syncDelay, "must not be negative")
 	}
-	if err == nil && fs.Changed("sync-delay") && !slices.Contains(which, bench.Ours) {
+	if err == nil && fs.Changed("sync-delay") && !slices.ContainsFunc(which, bench.Controller.IsOurs) {
 		e.conflict("sync-delay", "controller "+f.controllers, "it slows our controller, which is not measured")
 	}
 	if f.ctrlBinary != "" {

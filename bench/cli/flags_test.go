@@ -2,13 +2,17 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/dsbench/dsbench/bench"
 )
 
 // isolatedEnv points the cache (control plane, controller binaries,
@@ -299,6 +303,63 @@ func TestHelp(t *testing.T) {
 				if m[2] != "" && !pflagTypeNames[m[2]] {
 					t.Errorf("%s --help shows %q as the value name of --%s (a back-quoted word in its usage?): %q", name, m[2], m[1], line)
 				}
+			}
+		})
+	}
+}
+
+func TestControllerList(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []bench.Controller
+		wantErr string
+	}{
+		{in: "both", want: []bench.Controller{bench.Ours, bench.Upstream}},
+		{in: "ours-direct", want: []bench.Controller{bench.OursDirect}},
+		{in: "ours, ours-direct,upstream,floor", want: []bench.Controller{bench.Ours, bench.OursDirect, bench.Upstream, bench.Floor}},
+		{in: "ours,direct", wantErr: "ours-direct"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			f := runFlags{controllers: tt.in}
+			got, err := f.controllerList()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("controllerList(%q) = %v, %v; want an error naming %q", tt.in, got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tt.want) {
+				t.Fatalf("controllerList(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}
+
+// --sync-delay slows our binary, so either bind mode of it is enough to
+// take the flag; without one, it is a conflict.
+func TestSyncDelayNeedsOurBinary(t *testing.T) {
+	for _, tt := range []struct {
+		controllers string
+		conflict    bool
+	}{
+		{"ours", false},
+		{"ours-direct", false},
+		{"upstream,ours-direct", false},
+		{"upstream,floor", true},
+	} {
+		t.Run(tt.controllers, func(t *testing.T) {
+			fs := newFlagSet("run", "", isolatedEnv(t))
+			var f runFlags
+			f.register(fs, isolatedEnv(t), "both", "")
+			if err := fs.Parse([]string{"--controller", tt.controllers, "--sync-delay", "1s"}); err != nil {
+				t.Fatal(err)
+			}
+			var e flagErrors
+			f.validate(fs, &e)
+			got := strings.Contains(fmt.Sprint(e), "--sync-delay with --controller")
+			if got != tt.conflict {
+				t.Errorf("--controller %s --sync-delay 1s: conflict %v, want %v (errors %v)", tt.controllers, got, tt.conflict, e)
 			}
 		})
 	}

@@ -47,7 +47,7 @@ type runFlags struct {
 func (f *runFlags) register(fs *pflag.FlagSet, env Env, defaultControllers, defaultBaseline string) {
 	f.cluster.register(fs, env)
 	fs.StringVar(&f.cluster.kubeconfig, "kubeconfig", "", "run against this cluster instead of a local KWOK cluster (nodes are not reset, stages not changed)")
-	fs.StringVar(&f.controllers, "controller", defaultControllers, "controllers to measure, interleaved: ours, upstream, floor (the cluster's own limit, see README), a comma list, or both (ours,upstream)")
+	fs.StringVar(&f.controllers, "controller", defaultControllers, "controllers to measure, interleaved: ours, ours-direct (ours with --bind-mode=direct), upstream, floor (the cluster's own limit, see README), a comma list, or both (ours,upstream)")
 	fs.IntSliceVar(&f.floorInFlight, "floor-inflight", []int{bench.DefaultFloorInFlight}, "the floor's API calls in flight: each value is tried on one repetition in turn, then the fastest is kept (e.g. 8,32,128)")
 	fs.Float64Var(&f.floorQPS, "floor-qps", 0, "cap the floor's API calls per second (0: no cap)")
 	fs.IntVar(&f.nodes, "nodes", 0, "scale every scenario to this many nodes (0: the scenario's own)")
@@ -58,7 +58,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, env Env, defaultControllers, defa
 	fs.StringVar(&f.outBase, "out", filepath.Join("reports", "out"), "reports go to OUT/<timestamp>/")
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the KWOK cluster up afterwards")
 	fs.StringVar(&f.ctrlBinary, "controller-binary", "", "our controller's binary (default: CACHE/daemonset-controller)")
-	fs.DurationVar(&f.syncDelay, "sync-delay", 0, "make our controller sleep this long in every sync (to prove the gate catches a slow controller)")
+	fs.DurationVar(&f.syncDelay, "sync-delay", 0, "make our controller (ours and ours-direct) sleep this long in every sync (to prove the gate catches a slow controller)")
 	fs.BoolVar(&f.interleave, "interleave", true, "alternate controllers per repetition, each going first every other time (A B, B A, ...), so that drift hits both")
 	fs.StringVar(&f.baseline, "baseline", defaultBaseline, "baseline for the regression gate ('': no gate, only the invariants); the run must match it (scenarios, nodes, controllers)")
 	fs.BoolVar(&f.noGate, "no-gate", false, "report, but always exit 0 unless the run itself broke")

@@ -1,0 +1,163 @@
+package bench
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/rest"
+)
+
+func TestParseController(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Controller
+		wantErr bool
+	}{
+		{in: "ours", want: Ours},
+		{in: "ours-direct", want: OursDirect},
+		{in: "upstream", want: Upstream},
+		{in: "floor", want: Floor},
+		{in: "direct", wantErr: true},
+		{in: "ours_direct", wantErr: true},
+		{in: "Ours", wantErr: true},
+		{in: "both", wantErr: true}, // the CLI's shorthand, not a controller
+		{in: "", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseController(tt.in)
+			if tt.wantErr {
+				// The message lists every controller there is.
+				if err == nil || !strings.Contains(err.Error(), "want ours, ours-direct, upstream or floor") {
+					t.Fatalf("ParseController(%q) = %q, %v; want an error listing the controllers", tt.in, got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("ParseController(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestIsOurs(t *testing.T) {
+	for c, want := range map[Controller]bool{Ours: true, OursDirect: true, Upstream: false, Floor: false} {
+		if c.IsOurs() != want {
+			t.Errorf("%s.IsOurs() = %v, want %v", c, !want, want)
+		}
+	}
+}
+
+// ours-direct is ours's command line plus --bind-mode=direct, exactly once,
+// before the extra arguments; ours keeps the binary's default (scheduler);
+// upstream gets neither the bind mode nor our extra arguments, which
+// kube-controller-manager would refuse as unknown flags.
+func TestControllerArgs(t *testing.T) {
+	base := ControllerConfig{Workers: 7, QPS: 50, Burst: 100, ExtraArgs: []string{"--sync-delay=1s"}}
+	ours := []string{
+		"--kubeconfig=KUBECONFIG",
+		"--leader-elect=false",
+		"--concurrent-daemonset-syncs=7",
+		"--kube-api-qps=50",
+		"--kube-api-burst=100",
+		"--metrics-bind-address=127.0.0.1:PORT",
+		"--health-probe-bind-address=127.0.0.1:PORT",
+	}
+	tests := []struct {
+		which Controller
+		want  []string
+	}{
+		{Ours, append(slices.Clone(ours), "--sync-delay=1s")},
+		{OursDirect, append(slices.Clone(ours), "--bind-mode=direct", "--sync-delay=1s")},
+		{Upstream, []string{
+			"--kubeconfig=KUBECONFIG",
+			"--controllers=daemonset-controller",
+			"--leader-elect=false",
+			"--use-service-account-credentials=false",
+			"--concurrent-daemonset-syncs=7",
+			"--kube-api-qps=50",
+			"--kube-api-burst=100",
+			"--bind-address=127.0.0.1",
+			"--secure-port=PORT",
+			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.which), func(t *testing.T) {
+			c := base
+			c.Which = tt.which
+			got := c.Args()
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+			n := 0
+			for _, a := range got {
+				if strings.HasPrefix(a, "--bind-mode") {
+					n++
+				}
+			}
+			if want := map[bool]int{true: 1, false: 0}[tt.which == OursDirect]; n != want {
+				t.Errorf("--bind-mode appears %d times in %v, want %d", n, got, want)
+			}
+		})
+	}
+}
+
+// Extra arguments may not choose the bind mode: the controller's name does,
+// and our binary would take the last --bind-mode given.
+func TestCheckExtraArgs(t *testing.T) {
+	tests := []struct {
+		extra   []string
+		wantErr bool
+	}{
+		{extra: nil},
+		{extra: []string{"--sync-delay=1s"}},
+		{extra: []string{"--bind-modest=1"}}, // another flag, however unlikely
+		{extra: []string{"--bind-mode=direct"}, wantErr: true},
+		{extra: []string{"--bind-mode=scheduler"}, wantErr: true},
+		{extra: []string{"--sync-delay=1s", "--bind-mode", "direct"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.extra, " "), func(t *testing.T) {
+			err := ControllerConfig{Workers: 1, ExtraArgs: tt.extra}.checkExtraArgs()
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("checkExtraArgs(%q) = %v, want error %v", tt.extra, err, tt.wantErr)
+			}
+			if err == nil {
+				return
+			}
+			if _, serr := StartController(t.Context(), ControllerConfig{Which: OursDirect, Workers: 1, Binary: "/nonexistent", ExtraArgs: tt.extra}); serr == nil || serr.Error() != err.Error() {
+				t.Errorf("StartController: %v, want %v before anything starts", serr, err)
+			}
+			if _, rerr := NewRunner(Config{REST: &rest.Config{Host: "http://127.0.0.1:1"}, Controller: ControllerConfig{ExtraArgs: tt.extra}}); rerr == nil || !strings.Contains(rerr.Error(), "bind mode") {
+				t.Errorf("NewRunner: %v, want the bind mode refused", rerr)
+			}
+		})
+	}
+}
+
+// ours-direct runs ours's binary unless it is given one of its own.
+func TestControllerBinary(t *testing.T) {
+	tests := []struct {
+		name  string
+		bins  map[Controller]string
+		which Controller
+		want  string
+	}{
+		{"ours", map[Controller]string{Ours: "/ours", Upstream: "/kcm"}, Ours, "/ours"},
+		{"ours-direct runs ours's", map[Controller]string{Ours: "/ours", Upstream: "/kcm"}, OursDirect, "/ours"},
+		{"ours-direct's own wins", map[Controller]string{Ours: "/ours", OursDirect: "/other"}, OursDirect, "/other"},
+		{"upstream", map[Controller]string{Ours: "/ours", Upstream: "/kcm"}, Upstream, "/kcm"},
+		{"upstream does not fall back", map[Controller]string{Ours: "/ours"}, Upstream, ""},
+		{"the floor has none", map[Controller]string{Ours: "/ours"}, Floor, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.which.binary(tt.bins); got != tt.want {
+				t.Errorf("binary = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
