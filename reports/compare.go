@@ -31,7 +31,7 @@ type Comparison struct {
 
 // CompareControllers compares upstream (A) with ours (B) for every case in r.
 func CompareControllers(r *Report, opt Options) Comparison {
-	return compareControllers(r, opt, Comparison{Title: "ours vs upstream", ALabel: ControllerUpstream, BLabel: ControllerOurs}, false)
+	return compareControllers(r, opt, Comparison{Title: "ours vs upstream", ALabel: ControllerUpstream, BLabel: ControllerOurs}, "")
 }
 
 // FloorNote says what the ours/floor comparison measures.
@@ -42,18 +42,30 @@ const FloorNote = "The floor is the harness itself creating and deleting the pod
 // CompareFloor compares the floor (A) with ours (B) for every case the floor
 // ran; it has no rows when it never did.
 func CompareFloor(r *Report, opt Options) Comparison {
-	return compareControllers(r, opt, Comparison{Title: "ours vs the floor", ALabel: ControllerFloor, BLabel: ControllerOurs, Note: FloorNote}, true)
+	return compareControllers(r, opt, Comparison{Title: "ours vs the floor", ALabel: ControllerFloor, BLabel: ControllerOurs, Note: FloorNote}, ControllerFloor)
+}
+
+// DirectNote says what the ours-direct/ours comparison measures.
+const DirectNote = "ours-direct is our controller started with --bind-mode=direct: it sets spec.nodeName when it creates a pod, " +
+	"so kube-scheduler never sees the pod and writes no binding; ours pins each pod to its node with node affinity and kube-scheduler binds it, as upstream's does. " +
+	"ours-direct/ours is what skipping the scheduler changes here. It is informational: the gate judges ours alone, " +
+	"and what direct binding gives up (the scheduler's resource, port and volume checks, priorities and preemption) does not show in these numbers (README.md, The controller)."
+
+// CompareDirect compares ours (A) with ours-direct (B) for every case
+// ours-direct ran; it has no rows when it never did.
+func CompareDirect(r *Report, opt Options) Comparison {
+	return compareControllers(r, opt, Comparison{Title: "ours-direct vs ours", ALabel: ControllerOurs, BLabel: ControllerOursDirect, Note: DirectNote}, ControllerOursDirect)
 }
 
 // compareControllers fills c with B against A per case, with the paired
-// analysis; onlyWithA skips the cases A never ran.
-func compareControllers(r *Report, opt Options, c Comparison, onlyWithA bool) Comparison {
+// analysis; onlyWith, when set, skips the cases that controller never ran.
+func compareControllers(r *Report, opt Options, c Comparison, onlyWith string) Comparison {
 	c.Options = opt
 	groups := Groups(r)
 	for _, cs := range cases(groups) {
 		a := findGroup(groups, cs, c.ALabel)
 		b := findGroup(groups, cs, c.BLabel)
-		if onlyWithA && a == nil {
+		if onlyWith != "" && findGroup(groups, cs, onlyWith) == nil {
 			continue
 		}
 		rows := compareGroups(cs, "", a, b, opt)

@@ -20,7 +20,10 @@ type htmlPage struct {
 	MethodNote  string
 	Comparisons []table
 	// Floor is the ours/floor comparison, nil when the floor never ran.
-	Floor       *htmlComparison
+	Floor *htmlComparison
+	// Direct is the ours-direct/ours comparison, nil when ours-direct
+	// never ran.
+	Direct      *htmlComparison
 	NodeNote    string
 	HarnessNote string
 	NodeTable   *table
@@ -31,6 +34,15 @@ type htmlPage struct {
 type htmlComparison struct {
 	Title, Note, MethodNote string
 	Tables                  []table
+}
+
+// htmlComparisonOf is a comparison of its own section; nil when it has no
+// rows (its controller never ran).
+func htmlComparisonOf(c Comparison) *htmlComparison {
+	if len(c.Rows) == 0 {
+		return nil
+	}
+	return &htmlComparison{Title: c.Title, Note: c.Note, MethodNote: strings.TrimSpace(c.MethodNote()), Tables: c.tables()}
 }
 
 type htmlGate struct {
@@ -66,9 +78,7 @@ func (a *analysis) html() ([]byte, error) {
 		NodeNote:    strings.TrimSpace(nodeLatencyNote),
 		HarnessNote: strings.TrimSpace(harnessNote),
 	}
-	if len(a.floor.Rows) > 0 {
-		page.Floor = &htmlComparison{Title: a.floor.Title, Note: a.floor.Note, MethodNote: strings.TrimSpace(a.floor.MethodNote()), Tables: a.floor.tables()}
-	}
+	page.Floor, page.Direct = htmlComparisonOf(a.floor), htmlComparisonOf(a.direct)
 	if t, ok := a.findingsTable(); ok {
 		page.Findings = &t
 	}
@@ -137,6 +147,7 @@ figcaption { font-size: 0.85em; color: #555; }
 <p class="notes">{{.MethodNote}}</p>
 {{range .Comparisons}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}
 {{with .Floor}}<h2>{{.Title}}</h2><p class="notes">{{.Note}}</p><p class="notes">{{.MethodNote}}</p>{{range .Tables}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}{{end}}
+{{with .Direct}}<h2>{{.Title}}</h2><p class="notes">{{.Note}}</p><p class="notes">{{.MethodNote}}</p>{{range .Tables}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}{{end}}
 {{with .NodeTable}}<h2>Per-node latencies</h2><p class="notes">{{$.NodeNote}}</p>{{template "table" .}}{{end}}
 {{with .Harness}}<h2>The harness</h2><p class="notes">{{$.HarnessNote}}</p>{{template "table" .}}{{end}}
 <h2>Figures</h2>

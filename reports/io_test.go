@@ -80,7 +80,10 @@ func TestValidate(t *testing.T) {
 		want   string // substring of the error; "" = valid
 	}{
 		{name: "valid", mutate: func(*Report) {}},
-		{name: "bad controller", mutate: func(r *Report) { r.Runs[0].Controller = "theirs" }, want: `controller "theirs" is none of`},
+		{name: "ours-direct", mutate: func(r *Report) { r.Runs[0].Controller = ControllerOursDirect }},
+		{name: "the floor", mutate: func(r *Report) { r.Runs[0].Controller = ControllerFloor }},
+		{name: "bad controller", mutate: func(r *Report) { r.Runs[0].Controller = "theirs" }, want: `controller "theirs" is none of "ours", "ours-direct", "upstream" and "floor"`},
+		{name: "direct is no controller", mutate: func(r *Report) { r.Runs[0].Controller = "direct" }, want: `controller "direct" is none of`},
 		{name: "bad outcome", mutate: func(r *Report) { r.Runs[0].Outcome = "maybe" }, want: `outcome "maybe"`},
 		{name: "failed without error", mutate: func(r *Report) { r.Runs[0].Outcome = OutcomeFailed }, want: "outcome failed without error"},
 		{name: "NaN seconds", mutate: func(r *Report) { r.Runs[0].Steps[0].Seconds = math.NaN() }, want: "step create: seconds NaN"},

@@ -410,8 +410,10 @@ func controllerRank(c string) int {
 		return 0
 	case ControllerOurs:
 		return 1
+	case ControllerOursDirect:
+		return 2
 	}
-	return 2
+	return 3
 }
 
 // benchToken makes s usable as a Go benchmark unit: no whitespace, never empty.

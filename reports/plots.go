@@ -36,6 +36,10 @@ var (
 	colorKeyText  = color.RGBA{R: 34, G: 34, B: 34, A: 255}
 )
 
+// colorOursDirect is ours-direct's colour: purple, apart from ours's blue,
+// upstream's orange and the timelines' green and red.
+var colorOursDirect = color.RGBA{R: 148, G: 103, B: 189, A: 255}
+
 // Figure kinds, also the class of a figure's <img> in report.html.
 const (
 	figureBox      = "box"
@@ -48,8 +52,11 @@ const timelineCaption = "Counts observed by the harness (desired from the oracle
 	"Where counts coincide every line still shows: current is the widest, ready inside it, updated inside that, desired dashed on top."
 
 func controllerColor(c string) color.Color {
-	if c == ControllerOurs {
+	switch c {
+	case ControllerOurs:
 		return colorOurs
+	case ControllerOursDirect:
+		return colorOursDirect
 	}
 	return colorUpstream
 }
@@ -319,13 +326,16 @@ func ecdf(xs []float64) plotter.XYs {
 }
 
 // controllerWidth is a controller's line width in the CDFs: the first of
-// the order is drawn widest and beneath, so that where the curves coincide
-// both still show.
+// the order is drawn widest and beneath, the next ones narrower on top, so
+// that where the curves coincide each still shows.
 func controllerWidth(i int) vg.Length {
-	if i == 0 {
+	switch i {
+	case 0:
 		return vg.Points(3.5)
+	case 1:
+		return vg.Points(1.5)
 	}
-	return vg.Points(1.5)
+	return vg.Points(0.75)
 }
 
 // cdfFigure draws the ECDFs of per-node latencies, one line per controller,
@@ -513,8 +523,15 @@ func (a *analysis) figures() ([]figure, error) {
 		figs = append(figs, figure{Kind: kind, Title: f.plot.Title.Text, Caption: caption, PNG: png})
 		return nil
 	}
-	order := []string{ControllerUpstream, ControllerOurs}
 	for _, cs := range cases(a.groups) {
+		// ours-direct, beside ours, only where it ran: the two-controller
+		// plots keep their layout.
+		order := []string{ControllerUpstream, ControllerOurs}
+		cdfCaption := " Where the curves coincide, ours shows inside upstream's wider line."
+		if findGroup(a.groups, cs, ControllerOursDirect) != nil {
+			order = append(order, ControllerOursDirect)
+			cdfCaption = " Where the curves coincide, ours shows inside upstream's wider line and ours-direct inside ours's."
+		}
 		var gs []*Group
 		for _, c := range order {
 			if g := findGroup(a.groups, cs, c); g != nil {
@@ -571,7 +588,7 @@ func (a *analysis) figures() ([]figure, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := add(figureCDF, f, measure.caption+" Where the curves coincide, ours shows inside upstream's wider line."); err != nil {
+			if err := add(figureCDF, f, measure.caption+cdfCaption); err != nil {
 				return nil, err
 			}
 		}

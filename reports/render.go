@@ -46,12 +46,14 @@ type analysis struct {
 	comparison Comparison
 	// floor compares ours with the floor; no rows when it never ran.
 	floor Comparison
-	gate  *GateResult
+	// direct compares ours-direct with ours; no rows when it never ran.
+	direct Comparison
+	gate   *GateResult
 }
 
 func analyze(r *Report, b *Baseline, opt Options) *analysis {
 	a := &analysis{r: r, groups: Groups(r), findings: CheckInvariants(r), comparison: CompareControllers(r, opt),
-		floor: CompareFloor(r, opt)}
+		floor: CompareFloor(r, opt), direct: CompareDirect(r, opt)}
 	if b != nil {
 		g := GateWith(r, b, opt)
 		a.gate = &g
@@ -360,6 +362,9 @@ func (a *analysis) markdown() string {
 	if len(a.floor.Rows) > 0 {
 		b.WriteString(a.floor.Markdown())
 	}
+	if len(a.direct.Rows) > 0 {
+		b.WriteString(a.direct.Markdown())
+	}
 	if t, ok := a.nodeLatencyTable(); ok {
 		b.WriteString("## Per-node latencies\n\n")
 		b.WriteString(nodeLatencyNote + "\n")
@@ -382,7 +387,8 @@ func (a *analysis) markdown() string {
 var summaryMetrics = []Metric{MetricConverge, MetricRollout, MetricNodeRolloutP99, MetricNodeJoinP99, MetricViolations, MetricRequests, MetricCPU, MetricRSS}
 
 // Summary is a one-screen terminal summary: invariants, then per case the
-// medians of the main metrics for upstream and ours, their ratio and the U test.
+// medians of the main metrics for upstream and ours, their ratio and the U
+// test, and where ours-direct ran, its medians against ours the same way.
 func Summary(r *Report) string {
 	var b strings.Builder
 	commit := shortCommit(r.Versions.GitCommit)
@@ -406,31 +412,49 @@ func Summary(r *Report) string {
 		fmt.Fprintf(&b, "  FAIL %s %s#%d %s: %s\n", f.Controller, Case{f.Scenario, f.Nodes}, f.Repetition, f.Check, f.Detail)
 		shown++
 	}
-	alpha := DefaultAlpha
 	for _, cs := range cases(a.groups) {
 		up, ours := findGroup(a.groups, cs, ControllerUpstream), findGroup(a.groups, cs, ControllerOurs)
+		// ours-direct, where it ran, against ours in columns of its own.
+		direct := findGroup(a.groups, cs, ControllerOursDirect)
 		fmt.Fprintf(&b, "\n%s\n", cs)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "\tupstream\tours\tours/upstream\tp\tΔ\t\n")
+		fmt.Fprintf(tw, "\tupstream\tours\tours/upstream\tp\tΔ\t")
+		if direct != nil {
+			fmt.Fprintf(tw, "ours-direct\tours-direct/ours\tp\tΔ\t")
+		}
+		fmt.Fprintln(tw)
 		for _, m := range summaryMetrics {
-			av, bv := seriesValues(up, m.Key), seriesValues(ours, m.Key)
-			if len(av) == 0 && len(bv) == 0 {
+			av, bv, dv := seriesValues(up, m.Key), seriesValues(ours, m.Key), seriesValues(direct, m.Key)
+			if len(av) == 0 && len(bv) == 0 && len(dv) == 0 {
 				continue
-			}
-			c := SampleComparison{A: Stats{N: len(av), Median: Median(av)}, B: Stats{N: len(bv), Median: Median(bv)}}
-			c.Ratio = ratio(c.B.Median, c.A.Median)
-			if need := MinTestSamples(alpha); len(av) >= need && len(bv) >= need {
-				if t, err := MannWhitney(av, bv); err == nil {
-					c.Tested, c.Test, c.Significant = true, t, t.P < alpha
-				}
 			}
 			label := m.Label
 			if m.Unit != "" {
 				label += " (" + unitLabel(m) + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", label, fmtValue(m, c.A.Median), fmtValue(m, c.B.Median), fmtRatio(c.Ratio), fmtP(c), c.Verdict())
+			c := summaryComparison(av, bv)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t", label, fmtValue(m, c.A.Median), fmtValue(m, c.B.Median), fmtRatio(c.Ratio), fmtP(c), c.Verdict())
+			if direct != nil {
+				d := summaryComparison(bv, dv)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", fmtValue(m, d.B.Median), fmtRatio(d.Ratio), fmtP(d), d.Verdict())
+			}
+			fmt.Fprintln(tw)
 		}
 		tw.Flush()
 	}
 	return b.String()
+}
+
+// summaryComparison is b against a for Summary: medians, their ratio and
+// the U test, without the intervals.
+func summaryComparison(av, bv []float64) SampleComparison {
+	alpha := DefaultAlpha
+	c := SampleComparison{A: Stats{N: len(av), Median: Median(av)}, B: Stats{N: len(bv), Median: Median(bv)}}
+	c.Ratio = ratio(c.B.Median, c.A.Median)
+	if need := MinTestSamples(alpha); len(av) >= need && len(bv) >= need {
+		if t, err := MannWhitney(av, bv); err == nil {
+			c.Tested, c.Test, c.Significant = true, t, t.P < alpha
+		}
+	}
+	return c
 }

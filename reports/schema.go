@@ -13,8 +13,12 @@ const SchemaVersion = "dsbench.report/v1"
 
 // Controller names used in Run.Controller and Params.Controllers.
 const (
-	ControllerOurs     = "ours"
-	ControllerUpstream = "upstream"
+	ControllerOurs = "ours"
+	// ControllerOursDirect is our controller binding its pods itself
+	// (--bind-mode=direct) instead of leaving them to kube-scheduler: a
+	// column beside ours, informational (the gate judges ours alone).
+	ControllerOursDirect = "ours-direct"
+	ControllerUpstream   = "upstream"
 	// ControllerFloor is the harness doing the controller's work itself: a
 	// lower bound for the cluster, not a competitor (see README.md).
 	ControllerFloor = "floor"
@@ -111,7 +115,7 @@ type KwokParams struct {
 
 // ControllerParams are the settings one controller under test ran with.
 type ControllerParams struct {
-	Name    string  `json:"name"` // ControllerOurs or ControllerUpstream
+	Name    string  `json:"name"` // ControllerOurs, ControllerOursDirect, ControllerUpstream or ControllerFloor
 	Binary  string  `json:"binary,omitempty"`
 	QPS     float64 `json:"qps"`
 	Burst   int     `json:"burst"`
@@ -446,8 +450,10 @@ func Validate(r *Report) error {
 		if run.Scenario == "" {
 			bad("empty scenario")
 		}
-		if run.Controller != ControllerOurs && run.Controller != ControllerUpstream && run.Controller != ControllerFloor {
-			bad("controller %q is none of %q, %q and %q", run.Controller, ControllerOurs, ControllerUpstream, ControllerFloor)
+		switch run.Controller {
+		case ControllerOurs, ControllerOursDirect, ControllerUpstream, ControllerFloor:
+		default:
+			bad("controller %q is none of %q, %q, %q and %q", run.Controller, ControllerOurs, ControllerOursDirect, ControllerUpstream, ControllerFloor)
 		}
 		if run.Repetition < 0 {
 			bad("negative repetition %d", run.Repetition)
