@@ -48,8 +48,9 @@ func CompareFloor(r *Report, opt Options) Comparison {
 // DirectNote says what the ours-direct/ours comparison measures.
 const DirectNote = "ours-direct is our controller started with --bind-mode=direct: it sets spec.nodeName when it creates a pod, " +
 	"so kube-scheduler never sees the pod and writes no binding; ours pins each pod to its node with node affinity and kube-scheduler binds it, as upstream's does. " +
-	"ours-direct/ours is what skipping the scheduler changes here. It is informational: the gate judges ours alone, " +
-	"and what direct binding gives up (the scheduler's resource, port and volume checks, priorities and preemption) does not show in these numbers (README.md, The controller)."
+	"ours-direct/ours is what skipping the scheduler changes in these measurements; what it saves kube-scheduler and the API server (a binding write per pod) is the cluster's and shows in no row. " +
+	"It is informational: the gate judges ours alone, and what direct binding gives up (the scheduler's resource, port and volume checks, priorities and preemption) " +
+	"does not show in these numbers (README.md, The controller)."
 
 // CompareDirect compares ours (A) with ours-direct (B) for every case
 // ours-direct ran; it has no rows when it never did.
