@@ -128,6 +128,51 @@ func TestSmokeBench(t *testing.T) {
 	}
 }
 
+// ours-direct beside ours on a small rollout: both runs succeed and hold
+// every invariant, ours-direct's command line and its log show direct
+// binding, and report.md compares the two.
+func TestOursDirectSmoke(t *testing.T) {
+	args := clusterArgs(t)
+	out := t.TempDir()
+	cmd := append([]string{"run", "--out", out, "--nodes", "30", "--repetitions", "1", "--controller", "ours,ours-direct", "bench-rollout"}, args...)
+	if _, err := runCLI(t, cmd...); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	dir, r := onlyReport(t, out)
+	if len(r.Runs) != 2 {
+		t.Fatalf("%d runs, want ours and ours-direct once each", len(r.Runs))
+	}
+	for _, run := range r.Runs {
+		if !run.OK() {
+			t.Errorf("%s failed: %s", run.ID(), run.Error)
+		}
+	}
+	findings := reports.CheckInvariants(r)
+	for _, c := range []string{reports.ControllerOurs, reports.ControllerOursDirect} {
+		if !reports.Holds(findings, c) {
+			t.Errorf("invariants do not hold for %s:\n%v", c, findings)
+		}
+	}
+	for _, c := range r.Params.Controllers {
+		if direct := slices.Contains(c.Args, "--bind-mode=direct"); direct != (c.Name == reports.ControllerOursDirect) {
+			t.Errorf("controller %s: args %v", c.Name, c.Args)
+		}
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "logs", "bench-rollout-ours-direct-0.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(strings.Split(string(log), "\n"), func(l string) bool {
+		return strings.Contains(l, "Starting DaemonSet controller") && strings.Contains(l, `bindMode="direct"`)
+	}) {
+		t.Errorf("ours-direct's log does not show it started with direct binding")
+	}
+	md, err := os.ReadFile(filepath.Join(dir, reports.MarkdownFile))
+	if err != nil || !strings.Contains(string(md), "## ours-direct vs ours") {
+		t.Errorf("report.md has no ours-direct section (%v)", err)
+	}
+}
+
 // A deliberately slowed controller fails the gate against a baseline of the
 // normal one, and the normal one passes it.
 func TestGateCatchesSlowController(t *testing.T) {
