@@ -28,6 +28,7 @@ type figure struct {
 var (
 	colorOurs     = color.RGBA{R: 31, G: 119, B: 180, A: 255}
 	colorUpstream = color.RGBA{R: 255, G: 127, B: 14, A: 255}
+	colorFloor    = color.RGBA{R: 127, G: 127, B: 127, A: 255}
 	colorDesired  = color.RGBA{A: 255}
 	colorCurrent  = color.RGBA{R: 31, G: 119, B: 180, A: 255}
 	colorReady    = color.RGBA{R: 44, G: 160, B: 44, A: 255}
@@ -48,8 +49,11 @@ const timelineCaption = "Counts observed by the harness (desired from the oracle
 	"Where counts coincide every line still shows: current is the widest, ready inside it, updated inside that, desired dashed on top."
 
 func controllerColor(c string) color.Color {
-	if c == ControllerOurs {
+	switch c {
+	case ControllerOurs:
 		return colorOurs
+	case ControllerFloor:
+		return colorFloor
 	}
 	return colorUpstream
 }
