@@ -29,11 +29,20 @@ const (
 	FitPower  = "power"
 )
 
-// ScaleSource is one report.json given to AnalyzeScale, with the path that
-// names it in errors and in scale.json.
+// ScaleSource is one report.json given to AnalyzeScale: Path names it in
+// errors, Name (Path when empty) in scale.json, where the CLI makes it
+// relative to the output folder.
 type ScaleSource struct {
 	Path   string
+	Name   string
 	Report *Report
+}
+
+func (src ScaleSource) name() string {
+	if src.Name != "" {
+		return src.Name
+	}
+	return src.Path
 }
 
 // ScaleOptions configure AnalyzeScale.
@@ -258,6 +267,13 @@ func AnalyzeScale(sources []ScaleSource, now time.Time, opt ScaleOptions) (*Scal
 	var metricOrder []Metric
 	scenarioOrder := map[string]int{}
 	var errs []error
+	// Runs found in two reports, by (first report, second report).
+	type duplicate struct {
+		runs    int
+		example string
+	}
+	dupes := map[[2]string]*duplicate{}
+	var dupeOrder [][2]string
 
 	for _, src := range sources {
 		r := src.Report
@@ -274,7 +290,7 @@ func AnalyzeScale(sources []ScaleSource, now time.Time, opt ScaleOptions) (*Scal
 				scenarioOrder[name] = len(scenarioOrder)
 			}
 		}
-		info := ScaleSourceInfo{Path: src.Path, GeneratedAt: r.GeneratedAt, GitCommit: r.Versions.GitCommit, GitDirty: r.Versions.GitDirty, RunCount: len(r.Runs)}
+		info := ScaleSourceInfo{Path: src.name(), GeneratedAt: r.GeneratedAt, GitCommit: r.Versions.GitCommit, GitDirty: r.Versions.GitDirty, RunCount: len(r.Runs)}
 		for i := range r.Runs {
 			run := &r.Runs[i]
 			nodes := runNodes(r, run)
@@ -288,8 +304,13 @@ func AnalyzeScale(sources []ScaleSource, now time.Time, opt ScaleOptions) (*Scal
 			ck := caseKey{run.Scenario, run.Controller, nodes}
 			rk := runKey{ck, run.Repetition, run.Start}
 			if first, ok := seenRun[rk]; ok {
-				errs = append(errs, fmt.Errorf("%s: run %s at %d nodes (started %s) is also in %s: the same report given twice?",
-					src.Path, run.ID(), nodes, run.Start.UTC().Format(time.RFC3339Nano), first))
+				d := dupes[[2]string{first, src.Path}]
+				if d == nil {
+					d = &duplicate{example: fmt.Sprintf("%s at %d nodes, started %s", run.ID(), nodes, run.Start.UTC().Format(time.RFC3339Nano))}
+					dupes[[2]string{first, src.Path}] = d
+					dupeOrder = append(dupeOrder, [2]string{first, src.Path})
+				}
+				d.runs++
 				continue
 			}
 			seenRun[rk] = src.Path
@@ -302,7 +323,7 @@ func AnalyzeScale(sources []ScaleSource, now time.Time, opt ScaleOptions) (*Scal
 				counts[ck] = c
 			}
 			c.Runs++
-			c.Sources = appendUnique(c.Sources, src.Path)
+			c.Sources = appendUnique(c.Sources, src.name())
 			if !run.OK() {
 				info.Failed++
 				c.Failed++
@@ -323,6 +344,10 @@ func AnalyzeScale(sources []ScaleSource, now time.Time, opt ScaleOptions) (*Scal
 		}
 		slices.Sort(info.Nodes)
 		s.Sources = append(s.Sources, info)
+	}
+	for _, pair := range dupeOrder {
+		d := dupes[pair]
+		errs = append(errs, fmt.Errorf("%s and %s hold %d of the same runs (such as %s): the same report given twice?", pair[0], pair[1], d.runs, d.example))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("scaling analysis: %w", err)

@@ -164,10 +164,10 @@ func TestAnalyzeScale(t *testing.T) {
 	single := scaleRun("t", ControllerOurs, 0, 100, 3, 1)
 	small = append(small, single)
 	sources := []ScaleSource{
-		{"a/report.json", scaleReport(small...)},
-		{"b/report.json", scaleReport(mid...)},
-		{"c/report.json", scaleReport(large1...)},
-		{"d/report.json", scaleReport(large2...)},
+		{Path: "a/report.json", Report: scaleReport(small...)},
+		{Path: "b/report.json", Report: scaleReport(mid...)},
+		{Path: "c/report.json", Report: scaleReport(large1...)},
+		{Path: "d/report.json", Report: scaleReport(large2...)},
 	}
 	s, err := AnalyzeScale(sources, now, DefaultScaleOptions())
 	if err != nil {
@@ -248,9 +248,9 @@ func TestAnalyzeScaleErrors(t *testing.T) {
 		want    []string
 	}{
 		{"none", nil, []string{"no reports"}},
-		{"the same report twice", []ScaleSource{{"x/report.json", good}, {"y/report.json", good}}, []string{"y/report.json", "also in x/report.json", "s/ours#0"}},
-		{"no node count", []ScaleSource{{"n/report.json", noNodes}}, []string{"n/report.json", "no node count"}},
-		{"another schema", []ScaleSource{{"v/report.json", otherSchema}}, []string{"v/report.json", "dsbench.report/v9"}},
+		{"the same report twice", []ScaleSource{{Path: "x/report.json", Report: good}, {Path: "y/report.json", Report: good}}, []string{"x/report.json and y/report.json hold 1 of the same runs", "s/ours#0 at 100 nodes", "given twice"}},
+		{"no node count", []ScaleSource{{Path: "n/report.json", Report: noNodes}}, []string{"n/report.json", "no node count"}},
+		{"another schema", []ScaleSource{{Path: "v/report.json", Report: otherSchema}}, []string{"v/report.json", "dsbench.report/v9"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -382,7 +382,7 @@ func readScaleTestdata(t *testing.T) []ScaleSource {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srcs = append(srcs, ScaleSource{Path: filepath.ToSlash(filepath.Join("nodes-"+strconv.Itoa(n), ReportFile)), Report: r})
+		srcs = append(srcs, ScaleSource{Path: scaleTestdataPath(n), Name: "nodes-" + strconv.Itoa(n) + "/" + ReportFile, Report: r})
 	}
 	return srcs
 }
