@@ -12,7 +12,7 @@ TEST_ENV := DSBENCH_REQUIRE_CLUSTER=1
 TEST_TIMEOUT ?= 35m
 BENCH_FLAGS ?=
 
-.PHONY: help tools build test test-unit bench bench-baseline bench-chaos mutants verify fuzz clean cleanup-test-clusters
+.PHONY: help tools build test test-unit bench bench-baseline bench-chaos bench-scale mutants verify fuzz clean cleanup-test-clusters
 
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -45,6 +45,13 @@ CHAOS_SCENARIOS ?= chaos-kill-storm chaos-reject-creates chaos-apiserver-restart
 
 bench-chaos: tools build ## Run the fault scenarios (kill storms, refused creates, API server restart, slow API, conflicting writers) against ours and upstream; report each fault: injected, survived, violations, recovery, API calls.
 	$(CACHE)/dsbench run --controller ours,upstream $(CHAOS_FLAGS) $(CHAOS_SCENARIOS)
+
+SCALE_SIZES ?= 100,500,1000,2000,5000
+SCALE_SCENARIOS ?= bench-rollout
+SCALE_FLAGS ?=
+
+bench-scale: tools build ## Run SCALE_SCENARIOS at each of SCALE_SIZES nodes for ours, upstream and the floor; fit cost against nodes, plot the curves, write reports/out/<time>/scale.md.
+	$(CACHE)/dsbench scale --sizes $(SCALE_SIZES) $(SCALE_FLAGS) $(SCALE_SCENARIOS)
 
 mutants: tools build ## Play each broken variant of our controller on the scenarios that exercise its bug (100 nodes); print which invariant caught it.
 	$(GO) build -tags mutants -o $(CACHE)/daemonset-controller-mutants ./cmd/daemonset-controller

@@ -65,8 +65,10 @@ type SuiteConfig struct {
 	// not ours.
 	Kwok *reports.KwokParams
 
-	// OutBase receives the reports in OutBase/<timestamp>/.
+	// OutBase receives the reports in OutBase/<timestamp>/, unless OutDir
+	// names the folder itself (dsbench scale: one folder per node count).
 	OutBase string
+	OutDir  string
 	// Baseline is the regression gate's baseline file ("": no gate, only the
 	// invariants; a file that does not exist is no gate either).
 	Baseline string
@@ -100,7 +102,10 @@ func RunSuite(ctx context.Context, conf SuiteConfig) (*SuiteResult, error) {
 	if conf.Clock == nil {
 		conf.Clock = clock.RealClock{}
 	}
-	out := reports.OutDir(conf.OutBase, conf.Clock.Now())
+	out := conf.OutDir
+	if out == "" {
+		out = reports.OutDir(conf.OutBase, conf.Clock.Now())
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", out, err)
 	}

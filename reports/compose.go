@@ -42,6 +42,15 @@ const (
 
 // png draws the figure w wide and returns it base64-encoded.
 func (f *composed) png(w vg.Length) (string, error) {
+	data, err := f.pngData(w)
+	if err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(data), nil
+}
+
+// pngData draws the figure w wide as a PNG.
+func (f *composed) pngData(w vg.Length) ([]byte, error) {
 	p := f.plot
 	title, legend := p.Title, p.Legend
 	defer func() { p.Title, p.Legend = title, legend }()
@@ -58,7 +67,7 @@ func (f *composed) png(w vg.Length) (string, error) {
 	}
 	plotW, plotH := w-legendW, f.height-titleH
 	if plotW <= 0 || plotH <= 0 {
-		return "", fmt.Errorf("drawing plot %q: %v by %v leaves no room for the data", title.Text, w, f.height)
+		return nil, fmt.Errorf("drawing plot %q: %v by %v leaves no room for the data", title.Text, w, f.height)
 	}
 
 	// The data area's horizontal extent does not depend on the height, so
@@ -112,7 +121,7 @@ func (f *composed) png(w vg.Length) (string, error) {
 
 	var buf bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return "", fmt.Errorf("encoding plot %q: %w", title.Text, err)
+		return nil, fmt.Errorf("encoding plot %q: %w", title.Text, err)
 	}
-	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+	return buf.Bytes(), nil
 }

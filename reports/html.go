@@ -109,26 +109,17 @@ func (a *analysis) html() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+var htmlFuncs = template.FuncMap{
 	"inc": func(i int) int { return i + 1 },
-}).Parse(`<!DOCTYPE html>
+}
+
+var htmlTemplate = template.Must(template.New("report").Funcs(htmlFuncs).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <title>{{.Title}}</title>
 <style>
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1150px; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
-th { background: #f2f2f2; }
-td.r { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-.notes { font-size: 0.85em; color: #555; }
-.pass { color: #1a7f37; font-weight: bold; }
-.fail { color: #cf222e; font-weight: bold; }
-figure { margin: 1em 0 2em; }
-figure img { max-width: 100%; border: 1px solid #eee; }
-figcaption { font-size: 0.85em; color: #555; }
-</style>
+` + htmlStyle + `</style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
@@ -158,11 +149,28 @@ figcaption { font-size: 0.85em; color: #555; }
 {{end}}
 </body>
 </html>
-{{define "table"}}<table>
+` + htmlTableTemplate))
+
+// htmlStyle is the stylesheet that report.html and scale.html share.
+const htmlStyle = `body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1150px; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
+th { background: #f2f2f2; }
+td.r { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.notes { font-size: 0.85em; color: #555; }
+.pass { color: #1a7f37; font-weight: bold; }
+.fail { color: #cf222e; font-weight: bold; }
+figure { margin: 1em 0 2em; }
+figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption { font-size: 0.85em; color: #555; }
+`
+
+// htmlTableTemplate is the "table" that report.html and scale.html share.
+const htmlTableTemplate = `{{define "table"}}<table>
 <thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>
 {{$right := .Right}}{{range .Rows}}<tr>{{range $i, $c := .}}<td{{if and (lt $i (len $right)) (index $right $i)}} class="r"{{end}}>{{$c}}</td>{{end}}</tr>
 {{end}}</tbody>
 </table>
 {{if .Notes}}<p class="notes">{{range $i, $n := .Notes}}({{inc $i}}) {{$n}}<br>{{end}}</p>{{end}}{{end}}
-`))
+`

@@ -28,6 +28,7 @@ type figure struct {
 var (
 	colorOurs     = color.RGBA{R: 31, G: 119, B: 180, A: 255}
 	colorUpstream = color.RGBA{R: 255, G: 127, B: 14, A: 255}
+	colorFloor    = color.RGBA{R: 127, G: 127, B: 127, A: 255}
 	colorDesired  = color.RGBA{A: 255}
 	colorCurrent  = color.RGBA{R: 31, G: 119, B: 180, A: 255}
 	colorReady    = color.RGBA{R: 44, G: 160, B: 44, A: 255}
@@ -57,6 +58,8 @@ func controllerColor(c string) color.Color {
 		return colorOurs
 	case ControllerOursDirect:
 		return colorOursDirect
+	case ControllerFloor:
+		return colorFloor
 	}
 	return colorUpstream
 }

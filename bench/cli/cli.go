@@ -64,7 +64,8 @@ func commands() []command {
 		{"library", "list the built-in scenarios", runLibrary},
 		{"run", "play scenarios against a controller and write reports", runRun},
 		{"bench", "the default suite, ours against upstream, with the regression gate", runBench},
-		{"report", "re-render the reports from a report.json", runReport},
+		{"report", "re-render the reports from a report.json; `report scale` composes a scaling report of several", runReport},
+		{"scale", "play scenarios at several node counts, then fit and plot cost against nodes", runScale},
 		{"compare", "compare two saved runs", runCompare},
 		{"mutants", "play broken variants of our controller (a -tags mutants build) and show which invariant catches each", runMutants},
 	}

@@ -277,7 +277,7 @@ var helpFlagRE = regexp.MustCompile(`^\s+(?:-\w, )?--([\w-]+)(?: (\S+))?\s{2,}\S
 // posing as the value's name.
 func TestHelp(t *testing.T) {
 	for _, cmd := range [][]string{
-		{"run"}, {"bench"}, {"mutants"}, {"validate"}, {"library"}, {"report"}, {"compare"},
+		{"run"}, {"bench"}, {"scale"}, {"mutants"}, {"validate"}, {"library"}, {"report"}, {"report", "scale"}, {"compare"},
 		{"cluster"}, {"cluster", "up"}, {"cluster", "down"}, {"cluster", "status"},
 		{"nodes"}, {"nodes", "create"}, {"nodes", "delete"}, {"nodes", "patch"},
 	} {

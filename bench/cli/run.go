@@ -45,12 +45,21 @@ type runFlags struct {
 // gated against by default ("" for run: an ad-hoc run of any scenario, size
 // or controller would not match the default suite's baseline).
 func (f *runFlags) register(fs *pflag.FlagSet, env Env, defaultControllers, defaultBaseline string) {
+	f.registerPlay(fs, env, defaultControllers)
+	fs.IntVar(&f.nodes, "nodes", 0, "scale every scenario to this many nodes (0: the scenario's own)")
+	fs.StringVar(&f.baseline, "baseline", defaultBaseline, "baseline for the regression gate ('': no gate, only the invariants); the run must match it (scenarios, nodes, controllers)")
+	fs.BoolVar(&f.noGate, "no-gate", false, "report, but always exit 0 unless the run itself broke")
+}
+
+// registerPlay adds the flags of every command that plays scenarios (run,
+// bench and scale): the cluster, the controllers and how they run, how
+// often, and where the reports go.
+func (f *runFlags) registerPlay(fs *pflag.FlagSet, env Env, defaultControllers string) {
 	f.cluster.register(fs, env)
 	fs.StringVar(&f.cluster.kubeconfig, "kubeconfig", "", "run against this cluster instead of a local KWOK cluster (nodes are not reset, stages not changed)")
 	fs.StringVar(&f.controllers, "controller", defaultControllers, "controllers to measure, interleaved: ours, ours-direct (ours with --bind-mode=direct), upstream, floor (the cluster's own limit, see README), a comma list, or both (ours,upstream)")
 	fs.IntSliceVar(&f.floorInFlight, "floor-inflight", []int{bench.DefaultFloorInFlight}, "the floor's API calls in flight: each value is tried on one repetition in turn, then the fastest is kept (e.g. 8,32,128)")
 	fs.Float64Var(&f.floorQPS, "floor-qps", 0, "cap the floor's API calls per second (0: no cap)")
-	fs.IntVar(&f.nodes, "nodes", 0, "scale every scenario to this many nodes (0: the scenario's own)")
 	fs.IntVar(&f.reps, "repetitions", 0, "repetitions per scenario and controller (0: the scenario's own)")
 	fs.IntVar(&f.workers, "workers", 5, "concurrent DaemonSet syncs, the same for both controllers")
 	fs.Float64Var(&f.qps, "kube-api-qps", 0, "controller client QPS, the same for both (0: unlimited)")
@@ -60,8 +69,6 @@ func (f *runFlags) register(fs *pflag.FlagSet, env Env, defaultControllers, defa
 	fs.StringVar(&f.ctrlBinary, "controller-binary", "", "our controller's binary (default: CACHE/daemonset-controller)")
 	fs.DurationVar(&f.syncDelay, "sync-delay", 0, "make our controller (ours and ours-direct) sleep this long in every sync (to prove the gate catches a slow controller)")
 	fs.BoolVar(&f.interleave, "interleave", true, "alternate controllers per repetition, each going first every other time (A B, B A, ...), so that drift hits both")
-	fs.StringVar(&f.baseline, "baseline", defaultBaseline, "baseline for the regression gate ('': no gate, only the invariants); the run must match it (scenarios, nodes, controllers)")
-	fs.BoolVar(&f.noGate, "no-gate", false, "report, but always exit 0 unless the run itself broke")
 	fs.StringVar(&f.record, "record", "", "write a journal of each run's oracle inputs to DIR/<controller>-<scenario>[-<rep>].jsonl.gz (see bench.Replay)")
 }
 
@@ -187,68 +194,15 @@ func runRun(ctx context.Context, env Env, args []string) error {
 // and turns its verdict into the exit code. The flags are valid (see
 // runFlags.validate).
 func play(ctx context.Context, env Env, cmd string, f *runFlags, names []string, adjust func(*scenarios.Scenario)) error {
-	which, err := f.controllerList()
-	if err != nil {
-		return usageError(cmd, err)
-	}
-	scs, err := loadScenarios(env, names)
+	st, done, err := openStage(ctx, env, cmd, f, names, "nodes", []int{f.nodes}, adjust)
 	if err != nil {
 		return err
 	}
-	for _, sc := range scs {
-		if adjust != nil {
-			adjust(sc)
-		}
-		if f.nodes > 0 {
-			if _, err := scenarios.Scale(sc, f.nodes); err != nil {
-				return usageError(cmd, fmt.Errorf("--nodes %d: %w", f.nodes, err))
-			}
-		}
-	}
-	cache := kwok.CacheDir()
-	bins := kwok.Binaries{Dir: f.cluster.binDir}
-	ours := f.ctrlBinary
-	if ours == "" {
-		ours = filepath.Join(cache, "daemonset-controller")
-	}
-	if _, err := os.Stat(ours); err != nil {
-		return fmt.Errorf("our controller binary %s: %w (run `make build`)", ours, err)
-	}
-
-	kubeconfig, cfg, cluster, down, err := openCluster(ctx, env, f)
+	defer done()
+	res, err := st.play(ctx, st.suite(f.nodes, "", f.record))
 	if err != nil {
 		return err
 	}
-	owns := cluster != nil
-	defer down()
-	interactive := false
-	if file, ok := env.Stderr.(*os.File); ok && os.Getenv("CI") == "" {
-		interactive = term.IsTerminal(int(file.Fd()))
-	}
-	ctrl := bench.ControllerConfig{Workers: f.workers, QPS: f.qps, Burst: f.burst}
-	if f.syncDelay > 0 {
-		ctrl.ExtraArgs = append(ctrl.ExtraArgs, "--sync-delay="+f.syncDelay.String())
-	}
-	conf := bench.SuiteConfig{
-		Scenarios: scs, Controllers: which, Nodes: f.nodes, Repetitions: f.reps, Interleave: f.interleave,
-		Controller: ctrl, Binaries: map[bench.Controller]string{bench.Ours: ours, bench.Upstream: bins.Path(kwok.BinKubeControllerManager)},
-		FloorInFlight: f.floorInFlight, FloorQPS: f.floorQPS,
-		REST: cfg, Kubeconfig: kubeconfig, OwnsCluster: owns, ClusterFaults: clusterFaults(cluster),
-		OutBase: f.outBase, Baseline: f.baseline, JournalDir: f.record,
-		Progress: bench.NewProgress(env.Stderr, interactive),
-		RunDone: func(run reports.Run) {
-			fmt.Fprintf(env.Stderr, "%s: %s (%.1fs)%s\n", run.ID(), run.Outcome, run.End.Sub(run.Start).Seconds(), errSuffix(run.Error))
-		},
-	}
-	if owns {
-		conf.Kwok = &reports.KwokParams{Cluster: f.cluster.name, Parallelism: f.cluster.parallelism}
-	}
-	res, err := bench.RunSuite(ctx, conf)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(env.Stdout, reports.Summary(res.Report))
-	fmt.Fprintf(env.Stdout, "reports: %s\n", res.Dir)
 	v := res.Verdict
 	if v.Gate != nil {
 		fmt.Fprintln(env.Stdout, v.Gate.Verdict())
@@ -260,6 +214,108 @@ func play(ctx context.Context, env Env, cmd string, f *runFlags, names []string,
 		return fmt.Errorf("the regression gate failed: see %s", filepath.Join(res.Dir, reports.MarkdownFile))
 	}
 	return fmt.Errorf("invariants do not hold for our controller (%s): see %s", strings.Join(v.Findings, "; "), filepath.Join(res.Dir, reports.MarkdownFile))
+}
+
+// stage is what the commands that play scenarios set up once, however many
+// suites they then play on it: the scenarios loaded and checked, the
+// controllers' binaries found, the cluster open.
+type stage struct {
+	env         Env
+	f           *runFlags
+	which       []bench.Controller
+	scs         []*scenarios.Scenario
+	binaries    map[bench.Controller]string
+	kubeconfig  string
+	cfg         *rest.Config
+	cluster     *kwok.Cluster
+	interactive bool
+}
+
+// openStage loads the scenarios and checks that each scales to every node
+// count of sizes (0: the scenario's own; a failure is a usage error naming
+// sizeFlag), then finds the binaries and brings up or reuses the cluster.
+// done tears down what it brought up; after an error there is nothing to
+// tear down.
+func openStage(ctx context.Context, env Env, cmd string, f *runFlags, names []string, sizeFlag string, sizes []int, adjust func(*scenarios.Scenario)) (st *stage, done func(), err error) {
+	done = func() {}
+	which, err := f.controllerList()
+	if err != nil {
+		return nil, done, usageError(cmd, err)
+	}
+	scs, err := loadScenarios(env, names)
+	if err != nil {
+		return nil, done, err
+	}
+	for _, sc := range scs {
+		if adjust != nil {
+			adjust(sc)
+		}
+		for _, n := range sizes {
+			if n == 0 {
+				continue
+			}
+			if _, err := scenarios.Scale(sc, n); err != nil {
+				return nil, done, usageError(cmd, fmt.Errorf("--%s %d: %w", sizeFlag, n, err))
+			}
+		}
+	}
+	cache := kwok.CacheDir()
+	bins := kwok.Binaries{Dir: f.cluster.binDir}
+	ours := f.ctrlBinary
+	if ours == "" {
+		ours = filepath.Join(cache, "daemonset-controller")
+	}
+	if _, err := os.Stat(ours); err != nil {
+		return nil, done, fmt.Errorf("our controller binary %s: %w (run `make build`)", ours, err)
+	}
+
+	kubeconfig, cfg, cluster, down, err := openCluster(ctx, env, f)
+	if err != nil {
+		return nil, down, err
+	}
+	interactive := false
+	if file, ok := env.Stderr.(*os.File); ok && os.Getenv("CI") == "" {
+		interactive = term.IsTerminal(int(file.Fd()))
+	}
+	return &stage{env: env, f: f, which: which, scs: scs,
+		binaries:   map[bench.Controller]string{bench.Ours: ours, bench.Upstream: bins.Path(kwok.BinKubeControllerManager)},
+		kubeconfig: kubeconfig, cfg: cfg, cluster: cluster, interactive: interactive}, down, nil
+}
+
+// suite is the stage's suite at nodes (0: each scenario's own), its reports
+// in outDir ("": OUT/<timestamp>/), its journals, if any, in journalDir.
+func (st *stage) suite(nodes int, outDir, journalDir string) bench.SuiteConfig {
+	f, env := st.f, st.env
+	ctrl := bench.ControllerConfig{Workers: f.workers, QPS: f.qps, Burst: f.burst}
+	if f.syncDelay > 0 {
+		ctrl.ExtraArgs = append(ctrl.ExtraArgs, "--sync-delay="+f.syncDelay.String())
+	}
+	conf := bench.SuiteConfig{
+		Scenarios: st.scs, Controllers: st.which, Nodes: nodes, Repetitions: f.reps, Interleave: f.interleave,
+		Controller: ctrl, Binaries: st.binaries,
+		FloorInFlight: f.floorInFlight, FloorQPS: f.floorQPS,
+		REST: st.cfg, Kubeconfig: st.kubeconfig, OwnsCluster: st.cluster != nil, ClusterFaults: clusterFaults(st.cluster),
+		OutBase: f.outBase, OutDir: outDir, Baseline: f.baseline, JournalDir: journalDir,
+		Progress: bench.NewProgress(env.Stderr, st.interactive),
+		RunDone: func(run reports.Run) {
+			fmt.Fprintf(env.Stderr, "%s: %s (%.1fs)%s\n", run.ID(), run.Outcome, run.End.Sub(run.Start).Seconds(), errSuffix(run.Error))
+		},
+	}
+	if st.cluster != nil {
+		conf.Kwok = &reports.KwokParams{Cluster: f.cluster.name, Parallelism: f.cluster.parallelism}
+	}
+	return conf
+}
+
+// play plays one suite and prints its summary and where its reports went.
+func (st *stage) play(ctx context.Context, conf bench.SuiteConfig) (*bench.SuiteResult, error) {
+	res, err := bench.RunSuite(ctx, conf)
+	if err != nil {
+		return res, err
+	}
+	fmt.Fprintln(st.env.Stdout, reports.Summary(res.Report))
+	fmt.Fprintf(st.env.Stdout, "reports: %s\n", res.Dir)
+	return res, nil
 }
 
 // openCluster returns the kubeconfig and client configuration of

@@ -141,7 +141,10 @@ func latestReport(base string) (string, error) {
 }
 
 func runReport(ctx context.Context, env Env, args []string) error {
-	fs := newFlagSet("report", "[flags] REPORT", env)
+	if len(args) > 0 && args[0] == "scale" {
+		return runReportScale(ctx, env, args[1:])
+	}
+	fs := newFlagSet("report", "[flags] REPORT\n       dsbench report scale [flags] REPORT...  (see `dsbench report scale --help`)", env)
 	baselinePath := fs.String("baseline", "", "baseline to gate against ('' for none)")
 	out := fs.String("out", "", "write the outputs here (default: next to report.json)")
 	writeBaseline := fs.String("write-baseline", "", "also make a baseline of this saved run and write it to this file")
