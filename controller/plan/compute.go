@@ -90,27 +90,32 @@ type nodeState struct {
 	first [1]*corev1.Pod
 }
 
-type namedState struct {
-	name string
-	st   *nodeState
-}
+func (st *nodeState) nodeName() string { return st.name }
 
+// planner holds one sync's nodes in no particular order: the nodes as
+// given, then the names only pods target. Nothing it decides may depend on
+// that order. Creates and deletes are sorted at the end; where a decision
+// takes the first nodes by name (the rolling update's budget), it selects
+// them by name (firstByName), and manage's events are sorted by node.
 type planner struct {
 	in      Input
 	ds      *appsv1.DaemonSet
 	updated updatedMatcher
 	states  map[string]*nodeState
-	order   []*nodeState // by name
+	order   []*nodeState
 	backoff Backoff
 	creates []string
 	deletes []PodDeletion
 	events  []Event
 	requeue time.Duration
+
+	nodeEvents []nodeEvent // manage's events, until sorted by node
 }
 
 // Compute plans one sync of in.DaemonSet, following upstream's syncDaemonSet:
 // manage (create, prune, delete), then the rolling update, and the status.
-// It runs in O(nodes + pods) plus the sorts, evaluating each node once.
+// It runs in O(nodes + pods) plus sorting what it returns, evaluating each
+// node once.
 //
 // The rolling update runs only when manage deletes nothing: its budget is
 // counted from the pods as they are, which a deletion would change. Upstream
@@ -171,22 +176,8 @@ func newPlanner(in Input) *planner {
 		in:      in,
 		ds:      ds,
 		updated: newUpdatedMatcher(ds, in.Hash),
-		states:  make(map[string]*nodeState, len(in.Nodes)),
 	}
-	elig := newEligibility(ds)
-	slab := make([]nodeState, len(in.Nodes))
-	for i, node := range in.Nodes {
-		if node == nil {
-			continue
-		}
-		if _, dup := p.states[node.Name]; dup {
-			continue
-		}
-		st := &slab[i]
-		st.name, st.exists = node.Name, true
-		st.shouldRun, st.shouldContinue = elig.check(node)
-		p.states[node.Name] = st
-	}
+	p.addNodes(in.Nodes)
 	for _, pod := range in.Pods {
 		if pod == nil {
 			continue
@@ -203,6 +194,7 @@ func newPlanner(in Input) *planner {
 		if st == nil {
 			st = &nodeState{name: name}
 			p.states[name] = st
+			p.order = append(p.order, st)
 		}
 		if st.pods == nil {
 			st.pods = st.first[:0]
@@ -213,10 +205,7 @@ func newPlanner(in Input) *planner {
 			p.requeueAfter(wait)
 		}
 	}
-	// Sorted as names with their states beside them: comparing names in
-	// place costs far fewer cache misses than following each pointer.
-	byName := make([]namedState, 0, len(p.states))
-	for _, st := range p.states {
+	for _, st := range p.order {
 		if len(st.pods) > 1 {
 			slices.SortFunc(st.pods, func(a, b *corev1.Pod) int {
 				switch {
@@ -228,18 +217,48 @@ func newPlanner(in Input) *planner {
 				return 0
 			})
 		}
-		byName = append(byName, namedState{st.name, st})
-	}
-	slices.SortFunc(byName, func(a, b namedState) int { return cmp.Compare(a.name, b.name) })
-	p.order = make([]*nodeState, len(byName))
-	for i, ns := range byName {
-		p.order[i] = ns.st
 	}
 	p.backoff = in.Backoff.gc(in.Now, ds.Generation, func(node string) bool {
 		st := p.states[node]
 		return st != nil && st.exists
 	})
 	return p
+}
+
+// addNodes records every node with its eligibility. Of nodes with the same
+// name (a lister never returns them) the first counts; checking for them
+// before each insert would double the map work, so they are looked for only
+// when the map ends up smaller than the nodes.
+func (p *planner) addNodes(nodes []*corev1.Node) {
+	elig := newEligibility(p.ds)
+	slab := make([]nodeState, len(nodes))
+	p.states = make(map[string]*nodeState, len(nodes))
+	p.order = make([]*nodeState, 0, len(nodes))
+	for i, node := range nodes {
+		if node == nil {
+			continue
+		}
+		st := &slab[i]
+		st.name, st.exists = node.Name, true
+		st.shouldRun, st.shouldContinue = elig.check(node)
+		p.states[node.Name] = st
+		p.order = append(p.order, st)
+	}
+	if len(p.states) == len(p.order) {
+		return
+	}
+	clear(p.states)
+	p.order = p.order[:0]
+	for i, node := range nodes {
+		if node == nil {
+			continue
+		}
+		if _, dup := p.states[node.Name]; dup {
+			continue
+		}
+		p.states[node.Name] = &slab[i]
+		p.order = append(p.order, &slab[i])
+	}
 }
 
 func (p *planner) requeueAfter(d time.Duration) {
@@ -292,6 +311,17 @@ func (p *planner) manage() {
 			}
 		}
 	}
+	// In node-name order, whatever the order of the nodes.
+	slices.SortStableFunc(p.nodeEvents, func(a, b nodeEvent) int { return cmp.Compare(a.node, b.node) })
+	for _, e := range p.nodeEvents {
+		p.events = append(p.events, e.Event)
+	}
+}
+
+// nodeEvent is an event about one node's pods.
+type nodeEvent struct {
+	node string
+	Event
 }
 
 // manageRunning handles a node that may keep its pods: terminated pods go,
@@ -312,12 +342,12 @@ func (p *planner) manageRunning(st *nodeState, surge bool) {
 				continue
 			}
 			p.backoff.next(key, p.in.Now)
-			p.events = append(p.events, Event{Type: corev1.EventTypeWarning, Reason: FailedDaemonPodReason,
-				Message: fmt.Sprintf("Found failed daemon pod %s/%s on node %s, will try to kill it", pod.Namespace, pod.Name, st.name)})
+			p.nodeEvents = append(p.nodeEvents, nodeEvent{st.name, Event{Type: corev1.EventTypeWarning, Reason: FailedDaemonPodReason,
+				Message: fmt.Sprintf("Found failed daemon pod %s/%s on node %s, will try to kill it", pod.Namespace, pod.Name, st.name)}})
 			p.delete(st, pod, FailedDaemonPodReason)
 		case corev1.PodSucceeded:
-			p.events = append(p.events, Event{Type: corev1.EventTypeNormal, Reason: SucceededDaemonPodReason,
-				Message: fmt.Sprintf("Found succeeded daemon pod %s/%s on node %s, will try to delete it", pod.Namespace, pod.Name, st.name)})
+			p.nodeEvents = append(p.nodeEvents, nodeEvent{st.name, Event{Type: corev1.EventTypeNormal, Reason: SucceededDaemonPodReason,
+				Message: fmt.Sprintf("Found succeeded daemon pod %s/%s on node %s, will try to delete it", pod.Namespace, pod.Name, st.name)}})
 			p.delete(st, pod, SucceededDaemonPodReason)
 		default:
 			running = append(running, pod)

@@ -50,6 +50,8 @@ type nodePod struct {
 	pod *corev1.Pod
 }
 
+func (np nodePod) node() string { return np.st.name }
+
 // updateWithoutSurge deletes old pods so that at most maxUnavailable nodes are
 // unavailable; manage recreates them on a later sync. Pods being deleted count
 // as unavailable (their node has neither an old nor a new pod).
@@ -85,6 +87,7 @@ func (p *planner) updateWithoutSurge(maxUnavailable int) {
 		}
 	}
 	remaining := min(max(maxUnavailable-numUnavailable, 0), len(candidates))
+	firstByName(candidates, remaining, nodePod.node)
 	for _, np := range append(replacements, candidates[:remaining]...) {
 		p.delete(np.st, np.pod, RollingUpdateReason)
 	}
@@ -146,12 +149,14 @@ func (p *planner) updateWithSurge(maxSurge, desired int) {
 	// Surge promises full availability: when the constraints moved a pod to
 	// another node, the old one goes only once more pods are available than desired.
 	deletable := min(max(numAvailable-desired, 0), len(shouldNotRunPodsToDelete))
+	firstByName(shouldNotRunPodsToDelete, deletable, nodePod.node)
 	oldPodsToDelete = append(oldPodsToDelete, shouldNotRunPodsToDelete[:deletable]...)
 	for _, np := range oldPodsToDelete {
 		p.delete(np.st, np.pod, RollingUpdateReason)
 	}
 
 	remaining := min(max(maxSurge-numSurge, 0), len(candidateNewNodes))
+	firstByName(candidateNewNodes, remaining, (*nodeState).nodeName)
 	for _, st := range append(allowedNewNodes, candidateNewNodes[:remaining]...) {
 		p.create(st)
 	}
