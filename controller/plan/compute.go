@@ -84,10 +84,24 @@ type nodeState struct {
 	exists         bool
 	shouldRun      bool
 	shouldContinue bool
-	pods           []*corev1.Pod // oldest first; terminal pods already being deleted are left out
+	pods           []podState // oldest first; terminal pods already being deleted are left out
 	// first backs pods for the usual single pod, so that a plan costs no
 	// allocation per node.
-	first [1]*corev1.Pod
+	first [1]podState
+}
+
+// podState is a pod with what the plan reads of it, read once when the pods
+// are grouped: status, manage and the rolling update each look at a node's
+// pods again, and at 10k nodes every second look at a pod's labels and
+// conditions is a cache miss.
+type podState struct {
+	*corev1.Pod
+	phase       corev1.PodPhase
+	terminating bool
+	updated     bool          // runs the current template (updatedMatcher)
+	ready       bool          // IsPodReady
+	available   bool          // ready for minReadySeconds at Now (availableIn)
+	wait        time.Duration // until available, if ready but not yet
 }
 
 func (st *nodeState) nodeName() string { return st.name }
@@ -199,19 +213,19 @@ func newPlanner(in Input) *planner {
 		if st.pods == nil {
 			st.pods = st.first[:0]
 		}
-		st.pods = append(st.pods, pod)
-		if ds.Spec.MinReadySeconds > 0 && !isTerminating(pod) {
-			_, wait := availableIn(pod, ds.Spec.MinReadySeconds, in.Now)
-			p.requeueAfter(wait)
+		ps := p.readPod(pod)
+		st.pods = append(st.pods, ps)
+		if !ps.terminating {
+			p.requeueAfter(ps.wait) // when a ready pod becomes available
 		}
 	}
 	for _, st := range p.order {
 		if len(st.pods) > 1 {
-			slices.SortFunc(st.pods, func(a, b *corev1.Pod) int {
+			slices.SortFunc(st.pods, func(a, b podState) int {
 				switch {
-				case podLess(a, b):
+				case podLess(a.Pod, b.Pod):
 					return -1
-				case podLess(b, a):
+				case podLess(b.Pod, a.Pod):
 					return 1
 				}
 				return 0
@@ -261,6 +275,19 @@ func (p *planner) addNodes(nodes []*corev1.Node) {
 	}
 }
 
+func (p *planner) readPod(pod *corev1.Pod) podState {
+	available, wait := availableIn(pod, p.ds.Spec.MinReadySeconds, p.in.Now)
+	return podState{
+		Pod:         pod,
+		phase:       pod.Status.Phase,
+		terminating: isTerminating(pod),
+		updated:     p.updated.updated(pod),
+		ready:       IsPodReady(pod),
+		available:   available,
+		wait:        wait,
+	}
+}
+
 func (p *planner) requeueAfter(d time.Duration) {
 	if d > 0 && (p.requeue == 0 || d < p.requeue) {
 		p.requeue = d
@@ -295,8 +322,8 @@ func (p *planner) manage() {
 			// server that the node is gone: our cache may be older than a
 			// node that was re-created, or than one a kubelet re-registered.
 			for _, pod := range st.pods {
-				if !isTerminating(pod) && pod.Spec.NodeName == "" {
-					p.delete(st, pod, NodeNotFoundReason)
+				if !pod.terminating && pod.Spec.NodeName == "" {
+					p.delete(st, pod.Pod, NodeNotFoundReason)
 				}
 			}
 		case st.shouldRun && len(st.pods) == 0:
@@ -305,8 +332,8 @@ func (p *planner) manage() {
 			p.manageRunning(st, surge)
 		case len(st.pods) > 0:
 			for _, pod := range st.pods {
-				if !isTerminating(pod) {
-					p.delete(st, pod, NodeNotEligibleReason)
+				if !pod.terminating {
+					p.delete(st, pod.Pod, NodeNotEligibleReason)
 				}
 			}
 		}
@@ -328,12 +355,13 @@ type nodeEvent struct {
 // duplicates are pruned, and under surge a missing pod is created even while
 // an old one terminates.
 func (p *planner) manageRunning(st *nodeState, surge bool) {
-	var running []*corev1.Pod
-	for _, pod := range st.pods {
-		if isTerminating(pod) {
+	var running []*podState
+	for i := range st.pods {
+		pod := &st.pods[i]
+		if pod.terminating {
 			continue
 		}
-		switch pod.Status.Phase {
+		switch pod.phase {
 		case corev1.PodFailed:
 			// Kubelets may reject a pod over and over; back off per node.
 			key := p.backoffKey(st.name)
@@ -344,11 +372,11 @@ func (p *planner) manageRunning(st *nodeState, surge bool) {
 			p.backoff.next(key, p.in.Now)
 			p.nodeEvents = append(p.nodeEvents, nodeEvent{st.name, Event{Type: corev1.EventTypeWarning, Reason: FailedDaemonPodReason,
 				Message: fmt.Sprintf("Found failed daemon pod %s/%s on node %s, will try to kill it", pod.Namespace, pod.Name, st.name)}})
-			p.delete(st, pod, FailedDaemonPodReason)
+			p.delete(st, pod.Pod, FailedDaemonPodReason)
 		case corev1.PodSucceeded:
 			p.nodeEvents = append(p.nodeEvents, nodeEvent{st.name, Event{Type: corev1.EventTypeNormal, Reason: SucceededDaemonPodReason,
 				Message: fmt.Sprintf("Found succeeded daemon pod %s/%s on node %s, will try to delete it", pod.Namespace, pod.Name, st.name)}})
-			p.delete(st, pod, SucceededDaemonPodReason)
+			p.delete(st, pod.Pod, SucceededDaemonPodReason)
 		default:
 			running = append(running, pod)
 		}
@@ -357,7 +385,7 @@ func (p *planner) manageRunning(st *nodeState, surge bool) {
 	if !surge {
 		// Keep the oldest, as upstream.
 		for _, pod := range running[min(1, len(running)):] {
-			p.delete(st, pod, DuplicateDaemonPodReason)
+			p.delete(st, pod.Pod, DuplicateDaemonPodReason)
 		}
 		return
 	}
@@ -369,7 +397,7 @@ func (p *planner) manageRunning(st *nodeState, surge bool) {
 	}
 	// Under surge a node may hold the oldest new pod and the oldest old pod;
 	// upstream tells them apart by the hash label alone here.
-	var oldestNew, oldestOld *corev1.Pod
+	var oldestNew, oldestOld *podState
 	for _, pod := range running {
 		if pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == p.in.Hash {
 			if oldestNew == nil {
@@ -380,19 +408,19 @@ func (p *planner) manageRunning(st *nodeState, surge bool) {
 			oldestOld = pod
 			continue
 		}
-		p.delete(st, pod, DuplicateDaemonPodReason)
+		p.delete(st, pod.Pod, DuplicateDaemonPodReason)
 	}
 	if oldestNew == nil || oldestOld == nil {
 		return
 	}
-	if !IsPodReady(oldestOld) {
-		p.delete(st, oldestOld, SurgeReplacedReason)
+	if !oldestOld.ready {
+		p.delete(st, oldestOld.Pod, SurgeReplacedReason)
 		return
 	}
-	if ok, wait := availableIn(oldestNew, p.ds.Spec.MinReadySeconds, p.in.Now); ok {
-		p.delete(st, oldestOld, SurgeReplacedReason)
+	if oldestNew.available {
+		p.delete(st, oldestOld.Pod, SurgeReplacedReason)
 	} else {
-		p.requeueAfter(wait)
+		p.requeueAfter(oldestNew.wait)
 	}
 }
 
@@ -415,14 +443,14 @@ func (p *planner) status(s *appsv1.DaemonSetStatus) {
 			continue
 		}
 		current++
-		pod := st.pods[0]
-		if IsPodReady(pod) {
+		pod := &st.pods[0]
+		if pod.ready {
 			ready++
-			if ok, _ := availableIn(pod, p.ds.Spec.MinReadySeconds, p.in.Now); ok {
+			if pod.available {
 				available++
 			}
 		}
-		if p.updated.updated(pod) {
+		if pod.updated {
 			updated++
 		}
 	}

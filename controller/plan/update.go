@@ -73,16 +73,16 @@ func (p *planner) updateWithoutSurge(maxUnavailable int) {
 			// Nothing yet, or both: manage creates or prunes; unavailable meanwhile.
 			numUnavailable++
 		case newPod != nil:
-			if ok, _ := availableIn(newPod, p.ds.Spec.MinReadySeconds, p.in.Now); !ok {
+			if !newPod.available {
 				numUnavailable++
 			}
 		default:
-			if ok, _ := availableIn(oldPod, p.ds.Spec.MinReadySeconds, p.in.Now); !ok {
+			if !oldPod.available {
 				// Replacing an unavailable pod costs no availability.
-				replacements = append(replacements, nodePod{st, oldPod})
+				replacements = append(replacements, nodePod{st, oldPod.Pod})
 				numUnavailable++
 			} else {
-				candidates = append(candidates, nodePod{st, oldPod})
+				candidates = append(candidates, nodePod{st, oldPod.Pod})
 			}
 		}
 	}
@@ -100,7 +100,6 @@ func (p *planner) updateWithSurge(maxSurge, desired int) {
 	numSurge, numAvailable := 0, 0
 	var oldPodsToDelete, shouldNotRunPodsToDelete []nodePod
 	var allowedNewNodes, candidateNewNodes []*nodeState
-	minReady := p.ds.Spec.MinReadySeconds
 	for _, st := range p.order {
 		if !considered(st) {
 			continue
@@ -113,11 +112,11 @@ func (p *planner) updateWithSurge(maxSurge, desired int) {
 		}
 		// Availability counts every node, including those being sunset.
 		if oldPod != nil {
-			if ok, _ := availableIn(oldPod, minReady, p.in.Now); ok {
+			if oldPod.available {
 				numAvailable++
 			}
 		} else if newPod != nil {
-			if ok, _ := availableIn(newPod, minReady, p.in.Now); ok {
+			if newPod.available {
 				numAvailable++
 			}
 		}
@@ -126,23 +125,22 @@ func (p *planner) updateWithSurge(maxSurge, desired int) {
 		case oldPod == nil:
 			// manage creates a missing pod.
 		case newPod == nil:
-			oldAvailable, _ := availableIn(oldPod, minReady, p.in.Now)
 			switch {
-			case !oldAvailable && !shouldRun:
-				oldPodsToDelete = append(oldPodsToDelete, nodePod{st, oldPod})
-			case !oldAvailable:
+			case !oldPod.available && !shouldRun:
+				oldPodsToDelete = append(oldPodsToDelete, nodePod{st, oldPod.Pod})
+			case !oldPod.available:
 				allowedNewNodes = append(allowedNewNodes, st)
 			case !shouldRun:
-				shouldNotRunPodsToDelete = append(shouldNotRunPodsToDelete, nodePod{st, oldPod})
+				shouldNotRunPodsToDelete = append(shouldNotRunPodsToDelete, nodePod{st, oldPod.Pod})
 			default:
 				candidateNewNodes = append(candidateNewNodes, st)
 			}
 		default:
-			if ok, _ := availableIn(newPod, minReady, p.in.Now); !ok {
+			if !newPod.available {
 				numSurge++ // waiting for the new pod; newPlanner set the requeue
 				continue
 			}
-			oldPodsToDelete = append(oldPodsToDelete, nodePod{st, oldPod})
+			oldPodsToDelete = append(oldPodsToDelete, nodePod{st, oldPod.Pod})
 		}
 	}
 
@@ -164,12 +162,13 @@ func (p *planner) updateWithSurge(maxSurge, desired int) {
 
 // findUpdatedPodsOnNode: the node's one new and one old pod, ignoring pods
 // being deleted; ok is false when there are more than one of either.
-func (p *planner) findUpdated(st *nodeState) (newPod, oldPod *corev1.Pod, ok bool) {
-	for _, pod := range st.pods {
-		if isTerminating(pod) {
+func (p *planner) findUpdated(st *nodeState) (newPod, oldPod *podState, ok bool) {
+	for i := range st.pods {
+		pod := &st.pods[i]
+		if pod.terminating {
 			continue
 		}
-		if p.updated.updated(pod) {
+		if pod.updated {
 			if newPod != nil {
 				return nil, nil, false
 			}
