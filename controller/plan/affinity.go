@@ -13,10 +13,15 @@ import (
 // the scheduler use), but without allocating per node: nodeaffinity builds a
 // fields.Set for every node it matches, though only metadata.name exists.
 type requiredAffinity struct {
-	nodeSelector map[string]string // every pair must be a node label
-	required     bool              // there is a required node affinity: one of terms must match
-	terms        []selectorTerm    // the valid, non-empty terms, ORed
+	// nodeSelector as a slice: ranging over a map costs more than the
+	// lookups in the node's labels.
+	nodeSelector []label
+	required     bool           // there is a required node affinity: one of terms must match
+	terms        []selectorTerm // the valid, non-empty terms, ORed
 }
+
+// label is a key and value that a node's labels must contain.
+type label struct{ key, value string }
 
 // selectorTerm is one node selector term: its requirements are ANDed.
 type selectorTerm struct {
@@ -31,7 +36,10 @@ type fieldRequirement struct {
 }
 
 func newRequiredAffinity(spec *corev1.PodSpec) requiredAffinity {
-	a := requiredAffinity{nodeSelector: spec.NodeSelector}
+	var a requiredAffinity
+	for k, v := range spec.NodeSelector {
+		a.nodeSelector = append(a.nodeSelector, label{k, v})
+	}
 	if spec.Affinity == nil || spec.Affinity.NodeAffinity == nil || spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 		return a
 	}
@@ -83,8 +91,8 @@ var labelOperators = map[corev1.NodeSelectorOperator]selection.Operator{
 }
 
 func (a *requiredAffinity) matches(node *corev1.Node) bool {
-	for k, v := range a.nodeSelector {
-		if got, ok := node.Labels[k]; !ok || got != v {
+	for _, l := range a.nodeSelector {
+		if got, ok := node.Labels[l.key]; !ok || got != l.value {
 			return false
 		}
 	}
