@@ -131,7 +131,19 @@ func (e *eligibility) check(node *corev1.Node) (shouldRun, shouldContinueRunning
 // equal default (minus tolerationSeconds, which ToleratesTaint ignores), so
 // the merged list tolerates exactly what either list tolerates.
 func (e *eligibility) tolerates(taint *corev1.Taint) bool {
-	return toleratesAny(e.tolerations, taint) || toleratesAny(e.defaults, taint)
+	return toleratesAny(e.tolerations, taint) || defaultTolerates(e.defaults, taint)
+}
+
+// defaultTolerates is toleratesAny for DefaultTolerations, which are all
+// Exists with a key and an effect: each tolerates just its key and effect.
+// Comparing those in place saves a call per default toleration and node.
+func defaultTolerates(defaults []corev1.Toleration, taint *corev1.Taint) bool {
+	for i := range defaults {
+		if defaults[i].Key == taint.Key && defaults[i].Effect == taint.Effect {
+			return true
+		}
+	}
+	return false
 }
 
 func toleratesAny(tolerations []corev1.Toleration, taint *corev1.Taint) bool {

@@ -140,6 +140,18 @@ func TestDefaultTolerations(t *testing.T) {
 	}
 }
 
+// TestDefaultTolerationsTolerateTheirKeyAndEffect pins what defaultTolerates
+// relies on.
+func TestDefaultTolerationsTolerateTheirKeyAndEffect(t *testing.T) {
+	for _, ts := range [][]corev1.Toleration{defaultTolerations, defaultTolerationsHostNetwork} {
+		for _, tol := range ts {
+			if tol.Operator != corev1.TolerationOpExists || tol.Key == "" || tol.Effect == "" {
+				t.Errorf("default toleration %+v is not Exists with a key and an effect", tol)
+			}
+		}
+	}
+}
+
 // referenceEligibility is NodeShouldRunDaemonPod the direct way, as upstream
 // builds it: the template with the default tolerations merged in, matched by
 // component-helpers' nodeaffinity. The planner's parsed form must agree.
