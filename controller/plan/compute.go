@@ -97,7 +97,8 @@ type nodeState struct {
 // conditions is a cache miss.
 type podState struct {
 	*corev1.Pod
-	phase       corev1.PodPhase
+	failed      bool // phase Failed
+	succeeded   bool // phase Succeeded
 	terminating bool
 	updated     bool          // runs the current template (updatedMatcher)
 	ready       bool          // IsPodReady
@@ -313,7 +314,8 @@ func (p *planner) readPod(pod *corev1.Pod) podState {
 	available, wait := availableIn(pod, p.ds.Spec.MinReadySeconds, p.in.Now)
 	return podState{
 		Pod:         pod,
-		phase:       pod.Status.Phase,
+		failed:      pod.Status.Phase == corev1.PodFailed,
+		succeeded:   pod.Status.Phase == corev1.PodSucceeded,
 		terminating: isTerminating(pod),
 		updated:     p.updated.updated(pod),
 		ready:       IsPodReady(pod),
@@ -395,8 +397,8 @@ func (p *planner) manageRunning(st *nodeState, surge bool) {
 		if pod.terminating {
 			continue
 		}
-		switch pod.phase {
-		case corev1.PodFailed:
+		switch {
+		case pod.failed:
 			// Kubelets may reject a pod over and over; back off per node.
 			key := p.backoffKey(st.name)
 			if left := p.backoff.remaining(key, p.in.Now); left > 0 {
@@ -407,7 +409,7 @@ func (p *planner) manageRunning(st *nodeState, surge bool) {
 			p.nodeEvents = append(p.nodeEvents, nodeEvent{st.name, Event{Type: corev1.EventTypeWarning, Reason: FailedDaemonPodReason,
 				Message: fmt.Sprintf("Found failed daemon pod %s/%s on node %s, will try to kill it", pod.Namespace, pod.Name, st.name)}})
 			p.delete(st, pod.Pod, FailedDaemonPodReason)
-		case corev1.PodSucceeded:
+		case pod.succeeded:
 			p.nodeEvents = append(p.nodeEvents, nodeEvent{st.name, Event{Type: corev1.EventTypeNormal, Reason: SucceededDaemonPodReason,
 				Message: fmt.Sprintf("Found succeeded daemon pod %s/%s on node %s, will try to delete it", pod.Namespace, pod.Name, st.name)}})
 			p.delete(st, pod.Pod, SucceededDaemonPodReason)
