@@ -282,6 +282,10 @@ type scratch struct {
 	slab   []nodeState           // the nodes' states, by position in Input.Nodes
 	states map[string]*nodeState // every state by node name
 	order  []*nodeState          // every state: the nodes, then names only pods target
+
+	// The rolling update's candidates, its longest lists during a rollout.
+	candidatePods  []nodePod
+	candidateNodes []*nodeState
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -307,6 +311,10 @@ func (s *scratch) put() {
 	clear(s.states)
 	clear(s.order)
 	s.order = s.order[:0]
+	clear(s.candidatePods)
+	s.candidatePods = s.candidatePods[:0]
+	clear(s.candidateNodes)
+	s.candidateNodes = s.candidateNodes[:0]
 	scratchPool.Put(s)
 }
 

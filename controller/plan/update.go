@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -57,7 +59,8 @@ func (np nodePod) node() string { return np.st.name }
 // as unavailable (their node has neither an old nor a new pod).
 func (p *planner) updateWithoutSurge(maxUnavailable int) {
 	numUnavailable := 0
-	var replacements, candidates []nodePod
+	var replacements []nodePod
+	candidates := p.candidatePods[:0]
 	for _, st := range p.order {
 		if !considered(st) {
 			continue
@@ -86,9 +89,14 @@ func (p *planner) updateWithoutSurge(maxUnavailable int) {
 			}
 		}
 	}
+	p.candidatePods = candidates // for the next sync
 	remaining := min(max(maxUnavailable-numUnavailable, 0), len(candidates))
 	firstByName(candidates, remaining, nodePod.node)
-	for _, np := range append(replacements, candidates[:remaining]...) {
+	p.deletes = slices.Grow(p.deletes, len(replacements)+remaining)
+	for _, np := range replacements {
+		p.delete(np.st, np.pod, RollingUpdateReason)
+	}
+	for _, np := range candidates[:remaining] {
 		p.delete(np.st, np.pod, RollingUpdateReason)
 	}
 }
@@ -99,7 +107,8 @@ func (p *planner) updateWithoutSurge(maxUnavailable int) {
 func (p *planner) updateWithSurge(maxSurge, desired int) {
 	numSurge, numAvailable := 0, 0
 	var oldPodsToDelete, shouldNotRunPodsToDelete []nodePod
-	var allowedNewNodes, candidateNewNodes []*nodeState
+	var allowedNewNodes []*nodeState
+	candidateNewNodes := p.candidateNodes[:0]
 	for _, st := range p.order {
 		if !considered(st) {
 			continue
@@ -153,6 +162,7 @@ func (p *planner) updateWithSurge(maxSurge, desired int) {
 		p.delete(np.st, np.pod, RollingUpdateReason)
 	}
 
+	p.candidateNodes = candidateNewNodes // for the next sync
 	remaining := min(max(maxSurge-numSurge, 0), len(candidateNewNodes))
 	firstByName(candidateNewNodes, remaining, (*nodeState).nodeName)
 	for _, st := range append(allowedNewNodes, candidateNewNodes[:remaining]...) {
