@@ -91,10 +91,12 @@ type nodeState struct {
 	first [1]podState
 }
 
+func (st *nodeState) nodeName() string { return st.name }
+
 // podState is a pod with what the plan reads of it, read once when the pods
 // are grouped: status, manage and the rolling update each look at a node's
-// pods again, and at 10k nodes every second look at a pod's labels and
-// conditions is a cache miss.
+// pods, and at 10k nodes a pod's labels and conditions are no longer in the
+// cache when the next of them comes to read them.
 type podState struct {
 	*corev1.Pod
 	failed      bool // phase Failed
@@ -105,8 +107,6 @@ type podState struct {
 	available   bool          // ready for minReadySeconds at Now (availableIn)
 	wait        time.Duration // until available, if ready but not yet
 }
-
-func (st *nodeState) nodeName() string { return st.name }
 
 // planner holds one sync's nodes in no particular order: the nodes as
 // given, then the names only pods target. Nothing it decides may depend on
