@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -84,33 +85,52 @@ type nodeState struct {
 	exists         bool
 	shouldRun      bool
 	shouldContinue bool
-	pods           []*corev1.Pod // oldest first; terminal pods already being deleted are left out
+	pods           []podState // oldest first; terminal pods already being deleted are left out
 	// first backs pods for the usual single pod, so that a plan costs no
 	// allocation per node.
-	first [1]*corev1.Pod
+	first [1]podState
 }
 
-type namedState struct {
-	name string
-	st   *nodeState
+func (st *nodeState) nodeName() string { return st.name }
+
+// podState is a pod with what the plan reads of it, read once when the pods
+// are grouped: status, manage and the rolling update each look at a node's
+// pods, and at 10k nodes a pod's labels and conditions are no longer in the
+// cache when the next of them comes to read them.
+type podState struct {
+	*corev1.Pod
+	failed      bool // phase Failed
+	succeeded   bool // phase Succeeded
+	terminating bool
+	updated     bool          // runs the current template (updatedMatcher)
+	ready       bool          // IsPodReady
+	available   bool          // ready for minReadySeconds at Now (availableIn)
+	wait        time.Duration // until available, if ready but not yet
 }
 
+// planner holds one sync's nodes in no particular order: the nodes as
+// given, then the names only pods target. Nothing it decides may depend on
+// that order. Creates and deletes are sorted at the end; where a decision
+// takes the first nodes by name (the rolling update's budget), it selects
+// them by name (firstByName), and manage's events are sorted by node.
 type planner struct {
+	*scratch
 	in      Input
 	ds      *appsv1.DaemonSet
 	updated updatedMatcher
-	states  map[string]*nodeState
-	order   []*nodeState // by name
 	backoff Backoff
 	creates []string
 	deletes []PodDeletion
 	events  []Event
 	requeue time.Duration
+
+	nodeEvents []nodeEvent // manage's events, until sorted by node
 }
 
 // Compute plans one sync of in.DaemonSet, following upstream's syncDaemonSet:
 // manage (create, prune, delete), then the rolling update, and the status.
-// It runs in O(nodes + pods) plus the sorts, evaluating each node once.
+// It runs in O(nodes + pods) plus sorting what it returns, evaluating each
+// node once.
 //
 // The rolling update runs only when manage deletes nothing: its budget is
 // counted from the pods as they are, which a deletion would change. Upstream
@@ -135,6 +155,7 @@ func Compute(in Input) Plan {
 	}
 
 	p := newPlanner(in)
+	defer p.scratch.put()
 	p.status(&out.Status)
 	if in.ExpectationsSatisfied {
 		p.manage()
@@ -168,25 +189,12 @@ func SelectsAll(s *metav1.LabelSelector) bool {
 func newPlanner(in Input) *planner {
 	ds := in.DaemonSet
 	p := &planner{
+		scratch: getScratch(len(in.Nodes)),
 		in:      in,
 		ds:      ds,
 		updated: newUpdatedMatcher(ds, in.Hash),
-		states:  make(map[string]*nodeState, len(in.Nodes)),
 	}
-	elig := newEligibility(ds)
-	slab := make([]nodeState, len(in.Nodes))
-	for i, node := range in.Nodes {
-		if node == nil {
-			continue
-		}
-		if _, dup := p.states[node.Name]; dup {
-			continue
-		}
-		st := &slab[i]
-		st.name, st.exists = node.Name, true
-		st.shouldRun, st.shouldContinue = elig.check(node)
-		p.states[node.Name] = st
-	}
+	p.addNodes(in.Nodes)
 	for _, pod := range in.Pods {
 		if pod == nil {
 			continue
@@ -203,43 +211,125 @@ func newPlanner(in Input) *planner {
 		if st == nil {
 			st = &nodeState{name: name}
 			p.states[name] = st
+			p.order = append(p.order, st)
 		}
 		if st.pods == nil {
 			st.pods = st.first[:0]
 		}
-		st.pods = append(st.pods, pod)
-		if ds.Spec.MinReadySeconds > 0 && !isTerminating(pod) {
-			_, wait := availableIn(pod, ds.Spec.MinReadySeconds, in.Now)
-			p.requeueAfter(wait)
+		ps := p.readPod(pod)
+		st.pods = append(st.pods, ps)
+		if !ps.terminating {
+			p.requeueAfter(ps.wait) // when a ready pod becomes available
 		}
 	}
-	// Sorted as names with their states beside them: comparing names in
-	// place costs far fewer cache misses than following each pointer.
-	byName := make([]namedState, 0, len(p.states))
-	for _, st := range p.states {
+	for _, st := range p.order {
 		if len(st.pods) > 1 {
-			slices.SortFunc(st.pods, func(a, b *corev1.Pod) int {
+			slices.SortFunc(st.pods, func(a, b podState) int {
 				switch {
-				case podLess(a, b):
+				case podLess(a.Pod, b.Pod):
 					return -1
-				case podLess(b, a):
+				case podLess(b.Pod, a.Pod):
 					return 1
 				}
 				return 0
 			})
 		}
-		byName = append(byName, namedState{st.name, st})
-	}
-	slices.SortFunc(byName, func(a, b namedState) int { return cmp.Compare(a.name, b.name) })
-	p.order = make([]*nodeState, len(byName))
-	for i, ns := range byName {
-		p.order[i] = ns.st
 	}
 	p.backoff = in.Backoff.gc(in.Now, ds.Generation, func(node string) bool {
 		st := p.states[node]
 		return st != nil && st.exists
 	})
 	return p
+}
+
+// addNodes records every node with its eligibility. Of nodes with the same
+// name (a lister never returns them) the first counts; checking for them
+// before each insert would double the map work, so they are looked for only
+// when the map ends up smaller than the nodes.
+func (p *planner) addNodes(nodes []*corev1.Node) {
+	elig := newEligibility(p.ds)
+	for i, node := range nodes {
+		if node == nil {
+			continue
+		}
+		st := &p.slab[i]
+		st.name, st.exists = node.Name, true
+		st.shouldRun, st.shouldContinue = elig.check(node)
+		p.states[node.Name] = st
+		p.order = append(p.order, st)
+	}
+	if len(p.states) == len(p.order) {
+		return
+	}
+	clear(p.states)
+	p.order = p.order[:0]
+	for i, node := range nodes {
+		if node == nil {
+			continue
+		}
+		if _, dup := p.states[node.Name]; dup {
+			continue
+		}
+		p.states[node.Name] = &p.slab[i]
+		p.order = append(p.order, &p.slab[i])
+	}
+}
+
+// scratch is a sync's working memory, kept for later syncs: at 10k nodes it
+// is over a megabyte, and collecting it cost a fifth of Compute. Nothing in a
+// Plan points into it.
+type scratch struct {
+	slab   []nodeState           // the nodes' states, by position in Input.Nodes
+	states map[string]*nodeState // every state by node name
+	order  []*nodeState          // every state: the nodes, then names only pods target
+
+	// The rolling update's candidates, its longest lists during a rollout.
+	candidatePods  []nodePod
+	candidateNodes []*nodeState
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// getScratch returns an empty scratch with a slab for n nodes.
+func getScratch(n int) *scratch {
+	s := scratchPool.Get().(*scratch)
+	if cap(s.slab) < n {
+		s.slab = make([]nodeState, n)
+		s.order = make([]*nodeState, 0, n)
+	}
+	if s.states == nil {
+		s.states = make(map[string]*nodeState, n)
+	}
+	s.slab = s.slab[:n]
+	return s
+}
+
+// put empties s, so that it keeps no nodes or pods alive, and returns it to
+// the pool.
+func (s *scratch) put() {
+	clear(s.slab)
+	clear(s.states)
+	clear(s.order)
+	s.order = s.order[:0]
+	clear(s.candidatePods)
+	s.candidatePods = s.candidatePods[:0]
+	clear(s.candidateNodes)
+	s.candidateNodes = s.candidateNodes[:0]
+	scratchPool.Put(s)
+}
+
+func (p *planner) readPod(pod *corev1.Pod) podState {
+	available, wait := availableIn(pod, p.ds.Spec.MinReadySeconds, p.in.Now)
+	return podState{
+		Pod:         pod,
+		failed:      pod.Status.Phase == corev1.PodFailed,
+		succeeded:   pod.Status.Phase == corev1.PodSucceeded,
+		terminating: isTerminating(pod),
+		updated:     p.updated.updated(pod),
+		ready:       IsPodReady(pod),
+		available:   available,
+		wait:        wait,
+	}
 }
 
 func (p *planner) requeueAfter(d time.Duration) {
@@ -276,8 +366,8 @@ func (p *planner) manage() {
 			// server that the node is gone: our cache may be older than a
 			// node that was re-created, or than one a kubelet re-registered.
 			for _, pod := range st.pods {
-				if !isTerminating(pod) && pod.Spec.NodeName == "" {
-					p.delete(st, pod, NodeNotFoundReason)
+				if !pod.terminating && pod.Spec.NodeName == "" {
+					p.delete(st, pod.Pod, NodeNotFoundReason)
 				}
 			}
 		case st.shouldRun && len(st.pods) == 0:
@@ -286,25 +376,37 @@ func (p *planner) manage() {
 			p.manageRunning(st, surge)
 		case len(st.pods) > 0:
 			for _, pod := range st.pods {
-				if !isTerminating(pod) {
-					p.delete(st, pod, NodeNotEligibleReason)
+				if !pod.terminating {
+					p.delete(st, pod.Pod, NodeNotEligibleReason)
 				}
 			}
 		}
 	}
+	// In node-name order, whatever the order of the nodes.
+	slices.SortStableFunc(p.nodeEvents, func(a, b nodeEvent) int { return cmp.Compare(a.node, b.node) })
+	for _, e := range p.nodeEvents {
+		p.events = append(p.events, e.Event)
+	}
+}
+
+// nodeEvent is an event about one node's pods.
+type nodeEvent struct {
+	node string
+	Event
 }
 
 // manageRunning handles a node that may keep its pods: terminated pods go,
 // duplicates are pruned, and under surge a missing pod is created even while
 // an old one terminates.
 func (p *planner) manageRunning(st *nodeState, surge bool) {
-	var running []*corev1.Pod
-	for _, pod := range st.pods {
-		if isTerminating(pod) {
+	var running []*podState
+	for i := range st.pods {
+		pod := &st.pods[i]
+		if pod.terminating {
 			continue
 		}
-		switch pod.Status.Phase {
-		case corev1.PodFailed:
+		switch {
+		case pod.failed:
 			// Kubelets may reject a pod over and over; back off per node.
 			key := p.backoffKey(st.name)
 			if left := p.backoff.remaining(key, p.in.Now); left > 0 {
@@ -312,13 +414,13 @@ func (p *planner) manageRunning(st *nodeState, surge bool) {
 				continue
 			}
 			p.backoff.next(key, p.in.Now)
-			p.events = append(p.events, Event{Type: corev1.EventTypeWarning, Reason: FailedDaemonPodReason,
-				Message: fmt.Sprintf("Found failed daemon pod %s/%s on node %s, will try to kill it", pod.Namespace, pod.Name, st.name)})
-			p.delete(st, pod, FailedDaemonPodReason)
-		case corev1.PodSucceeded:
-			p.events = append(p.events, Event{Type: corev1.EventTypeNormal, Reason: SucceededDaemonPodReason,
-				Message: fmt.Sprintf("Found succeeded daemon pod %s/%s on node %s, will try to delete it", pod.Namespace, pod.Name, st.name)})
-			p.delete(st, pod, SucceededDaemonPodReason)
+			p.nodeEvents = append(p.nodeEvents, nodeEvent{st.name, Event{Type: corev1.EventTypeWarning, Reason: FailedDaemonPodReason,
+				Message: fmt.Sprintf("Found failed daemon pod %s/%s on node %s, will try to kill it", pod.Namespace, pod.Name, st.name)}})
+			p.delete(st, pod.Pod, FailedDaemonPodReason)
+		case pod.succeeded:
+			p.nodeEvents = append(p.nodeEvents, nodeEvent{st.name, Event{Type: corev1.EventTypeNormal, Reason: SucceededDaemonPodReason,
+				Message: fmt.Sprintf("Found succeeded daemon pod %s/%s on node %s, will try to delete it", pod.Namespace, pod.Name, st.name)}})
+			p.delete(st, pod.Pod, SucceededDaemonPodReason)
 		default:
 			running = append(running, pod)
 		}
@@ -327,7 +429,7 @@ func (p *planner) manageRunning(st *nodeState, surge bool) {
 	if !surge {
 		// Keep the oldest, as upstream.
 		for _, pod := range running[min(1, len(running)):] {
-			p.delete(st, pod, DuplicateDaemonPodReason)
+			p.delete(st, pod.Pod, DuplicateDaemonPodReason)
 		}
 		return
 	}
@@ -339,7 +441,7 @@ func (p *planner) manageRunning(st *nodeState, surge bool) {
 	}
 	// Under surge a node may hold the oldest new pod and the oldest old pod;
 	// upstream tells them apart by the hash label alone here.
-	var oldestNew, oldestOld *corev1.Pod
+	var oldestNew, oldestOld *podState
 	for _, pod := range running {
 		if pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == p.in.Hash {
 			if oldestNew == nil {
@@ -350,19 +452,19 @@ func (p *planner) manageRunning(st *nodeState, surge bool) {
 			oldestOld = pod
 			continue
 		}
-		p.delete(st, pod, DuplicateDaemonPodReason)
+		p.delete(st, pod.Pod, DuplicateDaemonPodReason)
 	}
 	if oldestNew == nil || oldestOld == nil {
 		return
 	}
-	if !IsPodReady(oldestOld) {
-		p.delete(st, oldestOld, SurgeReplacedReason)
+	if !oldestOld.ready {
+		p.delete(st, oldestOld.Pod, SurgeReplacedReason)
 		return
 	}
-	if ok, wait := availableIn(oldestNew, p.ds.Spec.MinReadySeconds, p.in.Now); ok {
-		p.delete(st, oldestOld, SurgeReplacedReason)
+	if oldestNew.available {
+		p.delete(st, oldestOld.Pod, SurgeReplacedReason)
 	} else {
-		p.requeueAfter(wait)
+		p.requeueAfter(oldestNew.wait)
 	}
 }
 
@@ -385,14 +487,14 @@ func (p *planner) status(s *appsv1.DaemonSetStatus) {
 			continue
 		}
 		current++
-		pod := st.pods[0]
-		if IsPodReady(pod) {
+		pod := &st.pods[0]
+		if pod.ready {
 			ready++
-			if ok, _ := availableIn(pod, p.ds.Spec.MinReadySeconds, p.in.Now); ok {
+			if pod.available {
 				available++
 			}
 		}
-		if p.updated.updated(pod) {
+		if pod.updated {
 			updated++
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
 // DefaultTolerations returns the tolerations every DaemonSet pod gets, in the
@@ -59,26 +58,37 @@ func addDefaultTolerations(spec *corev1.PodSpec) {
 // DefaultTolerations; an untolerated NoSchedule taint stops new pods but lets
 // running ones stay, an untolerated NoExecute taint evicts them.
 func NodeShouldRunDaemonPod(node *corev1.Node, ds *appsv1.DaemonSet) (shouldRun, shouldContinueRunning bool) {
-	return newEligibility(ds).check(node)
+	e := newEligibility(ds)
+	return e.check(node)
 }
 
 // eligibility holds what NodeShouldRunDaemonPod needs, parsed once per
-// DaemonSet so that Compute evaluates each node once.
+// DaemonSet so that Compute evaluates each node without allocating.
 type eligibility struct {
 	nodeName    string
-	affinity    nodeaffinity.RequiredNodeAffinity
-	tolerations []corev1.Toleration
+	affinity    requiredAffinity
+	tolerations []corev1.Toleration // the template's
+	defaults    []corev1.Toleration // DefaultTolerations of the template
 }
 
-func newEligibility(ds *appsv1.DaemonSet) *eligibility {
-	spec := ds.Spec.Template.Spec // shallow copy; addDefaultTolerations replaces the slice
-	addDefaultTolerations(&spec)
-	pod := &corev1.Pod{Spec: spec}
-	return &eligibility{
+// Default tolerations, built once: they differ only by hostNetwork.
+var (
+	defaultTolerations            = DefaultTolerations(&corev1.PodSpec{})
+	defaultTolerationsHostNetwork = DefaultTolerations(&corev1.PodSpec{HostNetwork: true})
+)
+
+func newEligibility(ds *appsv1.DaemonSet) eligibility {
+	spec := &ds.Spec.Template.Spec
+	e := eligibility{
 		nodeName:    spec.NodeName,
-		affinity:    nodeaffinity.GetRequiredNodeAffinity(pod),
+		affinity:    newRequiredAffinity(spec),
 		tolerations: spec.Tolerations,
+		defaults:    defaultTolerations,
 	}
+	if spec.HostNetwork {
+		e.defaults = defaultTolerationsHostNetwork
+	}
+	return e
 }
 
 // discard is the logger handed to ToleratesTaint; it only logs for the
@@ -92,8 +102,7 @@ func (e *eligibility) check(node *corev1.Node) (shouldRun, shouldContinueRunning
 	if e.nodeName != "" && e.nodeName != node.Name {
 		return false, false
 	}
-	// Parse errors make a term never match, as upstream.
-	if fits, _ := e.affinity.Match(node); !fits {
+	if !e.affinity.matches(node) {
 		return false, false
 	}
 	untolerated, untoleratedNoExecute := false, false
@@ -117,11 +126,31 @@ func (e *eligibility) check(node *corev1.Node) (shouldRun, shouldContinueRunning
 	return false, !untoleratedNoExecute
 }
 
+// tolerates checks the pod's tolerations as addDefaultTolerations makes them
+// without building them: merging only replaces a template toleration by an
+// equal default (minus tolerationSeconds, which ToleratesTaint ignores), so
+// the merged list tolerates exactly what either list tolerates.
 func (e *eligibility) tolerates(taint *corev1.Taint) bool {
-	for i := range e.tolerations {
+	return toleratesAny(e.tolerations, taint) || defaultTolerates(e.defaults, taint)
+}
+
+// defaultTolerates is toleratesAny for DefaultTolerations, which are all
+// Exists with a key and an effect: each tolerates just its key and effect.
+// Comparing those in place saves a call per default toleration and node.
+func defaultTolerates(defaults []corev1.Toleration, taint *corev1.Taint) bool {
+	for i := range defaults {
+		if defaults[i].Key == taint.Key && defaults[i].Effect == taint.Effect {
+			return true
+		}
+	}
+	return false
+}
+
+func toleratesAny(tolerations []corev1.Toleration, taint *corev1.Taint) bool {
+	for i := range tolerations {
 		// Lt/Gt operators are behind the alpha TaintTolerationComparisonOperators
 		// gate, off by default in v1.36: they tolerate nothing.
-		if e.tolerations[i].ToleratesTaint(discard, taint, false) {
+		if tolerations[i].ToleratesTaint(discard, taint, false) {
 			return true
 		}
 	}

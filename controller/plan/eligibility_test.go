@@ -1,11 +1,15 @@
 package plan
 
 import (
+	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/utils/ptr"
 )
 
@@ -134,4 +138,204 @@ func TestDefaultTolerations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDefaultTolerationsTolerateTheirKeyAndEffect pins what defaultTolerates
+// relies on.
+func TestDefaultTolerationsTolerateTheirKeyAndEffect(t *testing.T) {
+	for _, ts := range [][]corev1.Toleration{defaultTolerations, defaultTolerationsHostNetwork} {
+		for _, tol := range ts {
+			if tol.Operator != corev1.TolerationOpExists || tol.Key == "" || tol.Effect == "" {
+				t.Errorf("default toleration %+v is not Exists with a key and an effect", tol)
+			}
+		}
+	}
+}
+
+// referenceEligibility is NodeShouldRunDaemonPod the direct way, as upstream
+// builds it: the template with the default tolerations merged in, matched by
+// component-helpers' nodeaffinity. The planner's parsed form must agree.
+func referenceEligibility(node *corev1.Node, ds *appsv1.DaemonSet) (shouldRun, shouldContinueRunning bool) {
+	if node == nil {
+		return false, false
+	}
+	spec := ds.Spec.Template.Spec
+	addDefaultTolerations(&spec)
+	if spec.NodeName != "" && spec.NodeName != node.Name {
+		return false, false
+	}
+	if fits, _ := nodeaffinity.GetRequiredNodeAffinity(&corev1.Pod{Spec: spec}).Match(node); !fits {
+		return false, false
+	}
+	shouldRun, shouldContinueRunning = true, true
+	for i := range node.Spec.Taints {
+		taint := &node.Spec.Taints[i]
+		if taint.Effect != corev1.TaintEffectNoSchedule && taint.Effect != corev1.TaintEffectNoExecute {
+			continue
+		}
+		if !slices.ContainsFunc(spec.Tolerations, func(t corev1.Toleration) bool { return t.ToleratesTaint(discard, taint, false) }) {
+			shouldRun = false
+			shouldContinueRunning = shouldContinueRunning && taint.Effect != corev1.TaintEffectNoExecute
+		}
+	}
+	return shouldRun, shouldContinueRunning
+}
+
+// randomEligibility builds a DaemonSet and a node that exercise every part of
+// eligibility, invalid terms included.
+func randomEligibility(c *choices) (*appsv1.DaemonSet, *corev1.Node) {
+	keys := []string{"zone", "role", "count", "bad key!", ""}
+	values := []string{"a", "b", "", "2", "-1", "bad value!"}
+	names := []string{"n1", "n2", ""}
+	operators := []corev1.NodeSelectorOperator{corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn, corev1.NodeSelectorOpExists,
+		corev1.NodeSelectorOpDoesNotExist, corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, "Bogus"}
+	taintKeys := []string{"dedicated", corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, corev1.TaintNodeUnschedulable,
+		corev1.TaintNodeDiskPressure, corev1.TaintNodeNetworkUnavailable, ""}
+	effects := []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute, corev1.TaintEffectPreferNoSchedule, ""}
+	pick := func(xs []string) string { return xs[c.intn(len(xs))] }
+	requirement := func(fields bool) corev1.NodeSelectorRequirement {
+		r := corev1.NodeSelectorRequirement{Key: pick(keys), Operator: operators[c.intn(len(operators))]}
+		if fields {
+			r.Key = []string{metav1.ObjectNameField, metav1.ObjectNameField, "metadata.namespace", ""}[c.intn(4)]
+		}
+		for range c.intn(3) {
+			if fields {
+				r.Values = append(r.Values, pick(names))
+			} else {
+				r.Values = append(r.Values, pick(values))
+			}
+		}
+		return r
+	}
+
+	ds := newDaemonSet("ds")
+	spec := &ds.Spec.Template.Spec
+	if c.intn(3) == 0 {
+		spec.NodeSelector = map[string]string{}
+		for range 1 + c.intn(2) {
+			spec.NodeSelector[pick(keys)] = pick(values)
+		}
+	}
+	if c.bool() {
+		sel := &corev1.NodeSelector{}
+		for range c.intn(4) {
+			var term corev1.NodeSelectorTerm
+			for range c.intn(3) {
+				term.MatchExpressions = append(term.MatchExpressions, requirement(false))
+			}
+			for range c.intn(3) {
+				term.MatchFields = append(term.MatchFields, requirement(true))
+			}
+			sel.NodeSelectorTerms = append(sel.NodeSelectorTerms, term)
+		}
+		spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: sel}}
+	}
+	for range c.intn(4) {
+		t := corev1.Toleration{Key: pick(taintKeys), Value: pick(values), Effect: effects[c.intn(len(effects))],
+			Operator: []corev1.TolerationOperator{"", corev1.TolerationOpEqual, corev1.TolerationOpExists, corev1.TolerationOpGt, "Bogus"}[c.intn(5)]}
+		if c.bool() {
+			t.TolerationSeconds = ptr.To(int64(c.intn(3)))
+		}
+		spec.Tolerations = append(spec.Tolerations, t)
+	}
+	spec.HostNetwork = c.bool()
+	if c.intn(6) == 0 {
+		spec.NodeName = pick(names)
+	}
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: pick(names)}}
+	if c.intn(8) > 0 {
+		node.Labels = map[string]string{}
+		for range c.intn(4) {
+			node.Labels[pick(keys)] = pick(values)
+		}
+	}
+	for range c.intn(4) {
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: pick(taintKeys), Value: pick(values), Effect: effects[c.intn(len(effects))]})
+	}
+	return ds, node
+}
+
+func checkEligibilityMatchesReference(t *testing.T, data []byte) {
+	ds, node := randomEligibility(&choices{data: data})
+	run, cont := NodeShouldRunDaemonPod(node, ds)
+	wantRun, wantCont := referenceEligibility(node, ds)
+	if run != wantRun || cont != wantCont {
+		t.Fatalf("NodeShouldRunDaemonPod = (%v, %v), reference (%v, %v)\nnode %+v\ntemplate %+v",
+			run, cont, wantRun, wantCont, node, ds.Spec.Template.Spec)
+	}
+}
+
+// FuzzEligibilityMatchesReference compares the parsed eligibility with
+// upstream's way of computing it.
+func FuzzEligibilityMatchesReference(f *testing.F) {
+	r := rand.New(rand.NewSource(3))
+	for range 40 {
+		b := make([]byte, 80)
+		r.Read(b)
+		f.Add(b)
+	}
+	f.Fuzz(checkEligibilityMatchesReference)
+}
+
+func TestEligibilityMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewSource(4))
+	for range 20000 {
+		b := make([]byte, 80)
+		r.Read(b)
+		checkEligibilityMatchesReference(t, b)
+	}
+}
+
+// BenchmarkNodeShouldRunDaemonPod measures the eligibility check a node event
+// costs per DaemonSet (the controller's affectedDaemonSets calls
+// NodeShouldRunDaemonPod for the old and the new node of every DaemonSet), and
+// per node within Compute, where the DaemonSet is parsed once.
+func BenchmarkNodeShouldRunDaemonPod(b *testing.B) {
+	plain := newDaemonSet("plain", tolerate(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists}))
+	placed := newDaemonSet("placed", nodeSelector("ds", "yes"),
+		requiredTerms(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"0", "1", "2"}}}}))
+	node := newNode("node-00042", nodeLabels("ds", "yes", "zone", "1"), cordon, taint(corev1.TaintNodeDiskPressure, corev1.TaintEffectNoSchedule))
+	for _, tc := range []struct {
+		name string
+		ds   *appsv1.DaemonSet
+	}{{"plain", plain}, {"selector+affinity", placed}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if run, _ := NodeShouldRunDaemonPod(node, tc.ds); !run {
+					b.Fatal("node not eligible")
+				}
+			}
+		})
+		b.Run(tc.name+"/parsed", func(b *testing.B) {
+			e := newEligibility(tc.ds)
+			b.ReportAllocs()
+			for b.Loop() {
+				if run, _ := e.check(node); !run {
+					b.Fatal("node not eligible")
+				}
+			}
+		})
+	}
+	// One node event: the old and the new node against every DaemonSet,
+	// whatever the number of nodes in the cluster.
+	b.Run("node-event/daemonsets=50", func(b *testing.B) {
+		sets := make([]*appsv1.DaemonSet, 50)
+		for i := range sets {
+			sets[i] = plain
+			if i%2 == 0 {
+				sets[i] = placed
+			}
+		}
+		updated := node.DeepCopy()
+		updated.Spec.Taints = updated.Spec.Taints[:1]
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, ds := range sets {
+				NodeShouldRunDaemonPod(node, ds)
+				NodeShouldRunDaemonPod(updated, ds)
+			}
+		}
+	})
 }

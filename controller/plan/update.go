@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -50,12 +52,15 @@ type nodePod struct {
 	pod *corev1.Pod
 }
 
+func (np nodePod) node() string { return np.st.name }
+
 // updateWithoutSurge deletes old pods so that at most maxUnavailable nodes are
 // unavailable; manage recreates them on a later sync. Pods being deleted count
 // as unavailable (their node has neither an old nor a new pod).
 func (p *planner) updateWithoutSurge(maxUnavailable int) {
 	numUnavailable := 0
-	var replacements, candidates []nodePod
+	var replacements []nodePod
+	candidates := p.candidatePods[:0]
 	for _, st := range p.order {
 		if !considered(st) {
 			continue
@@ -71,21 +76,27 @@ func (p *planner) updateWithoutSurge(maxUnavailable int) {
 			// Nothing yet, or both: manage creates or prunes; unavailable meanwhile.
 			numUnavailable++
 		case newPod != nil:
-			if ok, _ := availableIn(newPod, p.ds.Spec.MinReadySeconds, p.in.Now); !ok {
+			if !newPod.available {
 				numUnavailable++
 			}
 		default:
-			if ok, _ := availableIn(oldPod, p.ds.Spec.MinReadySeconds, p.in.Now); !ok {
+			if !oldPod.available {
 				// Replacing an unavailable pod costs no availability.
-				replacements = append(replacements, nodePod{st, oldPod})
+				replacements = append(replacements, nodePod{st, oldPod.Pod})
 				numUnavailable++
 			} else {
-				candidates = append(candidates, nodePod{st, oldPod})
+				candidates = append(candidates, nodePod{st, oldPod.Pod})
 			}
 		}
 	}
+	p.candidatePods = candidates // for the next sync
 	remaining := min(max(maxUnavailable-numUnavailable, 0), len(candidates))
-	for _, np := range append(replacements, candidates[:remaining]...) {
+	firstByName(candidates, remaining, nodePod.node)
+	p.deletes = slices.Grow(p.deletes, len(replacements)+remaining)
+	for _, np := range replacements {
+		p.delete(np.st, np.pod, RollingUpdateReason)
+	}
+	for _, np := range candidates[:remaining] {
 		p.delete(np.st, np.pod, RollingUpdateReason)
 	}
 }
@@ -96,8 +107,8 @@ func (p *planner) updateWithoutSurge(maxUnavailable int) {
 func (p *planner) updateWithSurge(maxSurge, desired int) {
 	numSurge, numAvailable := 0, 0
 	var oldPodsToDelete, shouldNotRunPodsToDelete []nodePod
-	var allowedNewNodes, candidateNewNodes []*nodeState
-	minReady := p.ds.Spec.MinReadySeconds
+	var allowedNewNodes []*nodeState
+	candidateNewNodes := p.candidateNodes[:0]
 	for _, st := range p.order {
 		if !considered(st) {
 			continue
@@ -110,11 +121,11 @@ func (p *planner) updateWithSurge(maxSurge, desired int) {
 		}
 		// Availability counts every node, including those being sunset.
 		if oldPod != nil {
-			if ok, _ := availableIn(oldPod, minReady, p.in.Now); ok {
+			if oldPod.available {
 				numAvailable++
 			}
 		} else if newPod != nil {
-			if ok, _ := availableIn(newPod, minReady, p.in.Now); ok {
+			if newPod.available {
 				numAvailable++
 			}
 		}
@@ -123,35 +134,37 @@ func (p *planner) updateWithSurge(maxSurge, desired int) {
 		case oldPod == nil:
 			// manage creates a missing pod.
 		case newPod == nil:
-			oldAvailable, _ := availableIn(oldPod, minReady, p.in.Now)
 			switch {
-			case !oldAvailable && !shouldRun:
-				oldPodsToDelete = append(oldPodsToDelete, nodePod{st, oldPod})
-			case !oldAvailable:
+			case !oldPod.available && !shouldRun:
+				oldPodsToDelete = append(oldPodsToDelete, nodePod{st, oldPod.Pod})
+			case !oldPod.available:
 				allowedNewNodes = append(allowedNewNodes, st)
 			case !shouldRun:
-				shouldNotRunPodsToDelete = append(shouldNotRunPodsToDelete, nodePod{st, oldPod})
+				shouldNotRunPodsToDelete = append(shouldNotRunPodsToDelete, nodePod{st, oldPod.Pod})
 			default:
 				candidateNewNodes = append(candidateNewNodes, st)
 			}
 		default:
-			if ok, _ := availableIn(newPod, minReady, p.in.Now); !ok {
+			if !newPod.available {
 				numSurge++ // waiting for the new pod; newPlanner set the requeue
 				continue
 			}
-			oldPodsToDelete = append(oldPodsToDelete, nodePod{st, oldPod})
+			oldPodsToDelete = append(oldPodsToDelete, nodePod{st, oldPod.Pod})
 		}
 	}
 
 	// Surge promises full availability: when the constraints moved a pod to
 	// another node, the old one goes only once more pods are available than desired.
 	deletable := min(max(numAvailable-desired, 0), len(shouldNotRunPodsToDelete))
+	firstByName(shouldNotRunPodsToDelete, deletable, nodePod.node)
 	oldPodsToDelete = append(oldPodsToDelete, shouldNotRunPodsToDelete[:deletable]...)
 	for _, np := range oldPodsToDelete {
 		p.delete(np.st, np.pod, RollingUpdateReason)
 	}
 
+	p.candidateNodes = candidateNewNodes // for the next sync
 	remaining := min(max(maxSurge-numSurge, 0), len(candidateNewNodes))
+	firstByName(candidateNewNodes, remaining, (*nodeState).nodeName)
 	for _, st := range append(allowedNewNodes, candidateNewNodes[:remaining]...) {
 		p.create(st)
 	}
@@ -159,12 +172,13 @@ func (p *planner) updateWithSurge(maxSurge, desired int) {
 
 // findUpdatedPodsOnNode: the node's one new and one old pod, ignoring pods
 // being deleted; ok is false when there are more than one of either.
-func (p *planner) findUpdated(st *nodeState) (newPod, oldPod *corev1.Pod, ok bool) {
-	for _, pod := range st.pods {
-		if isTerminating(pod) {
+func (p *planner) findUpdated(st *nodeState) (newPod, oldPod *podState, ok bool) {
+	for i := range st.pods {
+		pod := &st.pods[i]
+		if pod.terminating {
 			continue
 		}
-		if p.updated.updated(pod) {
+		if pod.updated {
 			if newPod != nil {
 				return nil, nil, false
 			}

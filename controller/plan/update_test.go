@@ -2,6 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"math/rand"
+	"slices"
 	"testing"
 	"time"
 
@@ -350,5 +352,34 @@ func TestRolloutCompletes(t *testing.T) {
 			}
 			t.Fatalf("rollout did not complete: %d pods", len(c.pods))
 		})
+	}
+}
+
+func TestFirstByName(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	id := func(s string) string { return s }
+	for _, n := range []int{0, 1, 2, 3, 16, 17, 40, 300, 2000} {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("node-%06d", r.Intn(1_000_000)*n+i) // distinct
+		}
+		sorted := slices.Sorted(slices.Values(names))
+		reversed := slices.Clone(sorted)
+		slices.Reverse(reversed)
+		organ := append(slices.Clone(sorted[n/2:]), reversed[n-n/2:]...) // up, then down
+		orders := map[string][]string{"random": names, "sorted": sorted, "reversed": reversed, "organ": organ}
+		for name, order := range orders {
+			for _, k := range []int{0, min(1, n), n / 10, n / 2, max(n-1, 0), n} {
+				s := slices.Clone(order)
+				firstByName(s, k, id)
+				got := slices.Sorted(slices.Values(s[:k]))
+				if !slices.Equal(got, sorted[:k]) {
+					t.Fatalf("%s n=%d k=%d: first %v, want %v", name, n, k, got, sorted[:k])
+				}
+				if !slices.Equal(slices.Sorted(slices.Values(s)), sorted) {
+					t.Fatalf("%s n=%d k=%d: elements lost", name, n, k)
+				}
+			}
+		}
 	}
 }
