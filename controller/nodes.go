@@ -184,7 +184,8 @@ func (c *Controller) affectedDaemonSets(node *corev1.Node, change nodeChange, se
 		if ds.DeletionTimestamp != nil {
 			continue
 		}
-		run, cont := plan.NodeShouldRunDaemonPod(node, ds)
+		elig := plan.NewEligibility(ds)
+		run, cont := elig.Check(node)
 		has := hasPod[ds.UID]
 		var changed bool
 		if change.added {
@@ -194,7 +195,7 @@ func (c *Controller) affectedDaemonSets(node *corev1.Node, change nodeChange, se
 			// node creation bursts wake nobody until the node is ready.
 			changed = run || has
 		} else {
-			oldRun, oldCont := plan.NodeShouldRunDaemonPod(change.old, ds)
+			oldRun, oldCont := elig.Check(change.old)
 			changed = oldRun != run || oldCont != cont
 		}
 		if changed || (run && !has) || (!cont && has) {

@@ -62,6 +62,19 @@ func NodeShouldRunDaemonPod(node *corev1.Node, ds *appsv1.DaemonSet) (shouldRun,
 	return e.check(node)
 }
 
+// Eligibility is NodeShouldRunDaemonPod for one DaemonSet, its template
+// parsed once: a caller that checks several nodes (or one node's old and
+// new states) against the same DaemonSet pays the parsing once.
+type Eligibility struct{ e eligibility }
+
+// NewEligibility parses ds's placement rules.
+func NewEligibility(ds *appsv1.DaemonSet) Eligibility { return Eligibility{newEligibility(ds)} }
+
+// Check is NodeShouldRunDaemonPod(node, ds) for the ds it was made from.
+func (e *Eligibility) Check(node *corev1.Node) (shouldRun, shouldContinueRunning bool) {
+	return e.e.check(node)
+}
+
 // eligibility holds what NodeShouldRunDaemonPod needs, parsed once per
 // DaemonSet so that Compute evaluates each node without allocating.
 type eligibility struct {

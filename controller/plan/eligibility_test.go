@@ -81,6 +81,12 @@ func TestNodeShouldRunDaemonPod(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("NodeShouldRunDaemonPod (-want +got):\n%s", diff)
 			}
+			elig := NewEligibility(tt.ds)
+			var parsed want
+			parsed.ShouldRun, parsed.ShouldContinueRunning = elig.Check(tt.node)
+			if diff := cmp.Diff(tt.want, parsed); diff != "" {
+				t.Errorf("Eligibility.Check (-want +got):\n%s", diff)
+			}
 			if diff := cmp.Diff(before, tt.ds); diff != "" {
 				t.Errorf("DaemonSet mutated (-before +after):\n%s", diff)
 			}
@@ -335,6 +341,26 @@ func BenchmarkNodeShouldRunDaemonPod(b *testing.B) {
 			for _, ds := range sets {
 				NodeShouldRunDaemonPod(node, ds)
 				NodeShouldRunDaemonPod(updated, ds)
+			}
+		}
+	})
+	// The same, as affectedDaemonSets does it: each DaemonSet parsed once.
+	b.Run("node-event-parsed-once/daemonsets=50", func(b *testing.B) {
+		sets := make([]*appsv1.DaemonSet, 50)
+		for i := range sets {
+			sets[i] = plain
+			if i%2 == 0 {
+				sets[i] = placed
+			}
+		}
+		updated := node.DeepCopy()
+		updated.Spec.Taints = updated.Spec.Taints[:1]
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, ds := range sets {
+				e := NewEligibility(ds)
+				e.Check(node)
+				e.Check(updated)
 			}
 		}
 	})
