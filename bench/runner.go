@@ -229,8 +229,12 @@ type controllerUnderTest interface {
 }
 
 type poolState struct {
-	pool  scenarios.NodePool
-	next  int
+	pool scenarios.NodePool
+	next int
+	// nodes are the pool's nodes that exist: created and acknowledged, and
+	// not chosen to leave. Steps pick their nodes among these only, so a
+	// step in a parallel branch never picks a node whose join is still in
+	// flight (it would not be found).
 	nodes map[string]bool
 }
 

@@ -368,6 +368,16 @@ func nodeConditionSeen(names []string, ready bool) oracle.Visibility {
 	}
 }
 
+// joined adds nodes to their pool once their creates are acknowledged:
+// from then on other steps may pick them.
+func (s *runState) joined(pool string, names ...string) {
+	s.do(func() {
+		for _, n := range names {
+			s.pools[pool].nodes[n] = true
+		}
+	})
+}
+
 func (s *runState) nodes(ctx context.Context, st *scenarios.Step) (visibility, error) {
 	ns := st.Nodes
 	switch ns.Action {
@@ -385,9 +395,6 @@ func (s *runState) nodes(ctx context.Context, st *scenarios.Step) (visibility, e
 			ps.next = s.reserveNodes(ps, count)
 			kp = s.kwokPool(ps.pool, ps.next-count, count)
 			names = kp.NodeNames()
-			for _, n := range names {
-				ps.nodes[n] = true
-			}
 		})
 		if !found {
 			return nil, fmt.Errorf("no pool %q", ns.Pool)
@@ -395,7 +402,11 @@ func (s *runState) nodes(ctx context.Context, st *scenarios.Step) (visibility, e
 		err := s.paced(ctx, st, len(names), func(ctx context.Context, i int) error {
 			one := kp
 			one.Start, one.Count = kp.Start+i, 1
-			return kwok.CreateNodes(ctx, s.r.client, one, 1)
+			if err := kwok.CreateNodes(ctx, s.r.client, one, 1); err != nil {
+				return err
+			}
+			s.joined(ns.Pool, names[i])
+			return nil
 		})
 		return visibility{"": oracle.NodesSettled(names...)}, err
 	case scenarios.NodeLeave, scenarios.NodeReplace:
@@ -424,13 +435,11 @@ func (s *runState) nodes(ctx context.Context, st *scenarios.Step) (visibility, e
 				ps := s.pools[pool]
 				ps.next = s.reserveNodes(ps, n)
 				kp = s.kwokPool(ps.pool, ps.next-n, n)
-				for _, name := range kp.NodeNames() {
-					ps.nodes[name] = true
-				}
 			})
 			if err := kwok.CreateNodes(ctx, s.r.client, kp, 0); err != nil {
 				return nil, err
 			}
+			s.joined(pool, kp.NodeNames()...)
 			added = append(added, kp.NodeNames()...)
 		}
 		return visibility{"": oracle.AllOf(oracle.NodesAbsent(names...), oracle.NodesSettled(added...))}, nil

@@ -5,11 +5,17 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/dsbench/dsbench/bench/oracle"
 	"github.com/dsbench/dsbench/scenarios"
@@ -97,5 +103,45 @@ func TestStepKindsCoverTheFormat(t *testing.T) {
 	}
 	if len(stepKinds) != len(kinds) {
 		t.Errorf("stepKinds has %d entries, the format %d kinds", len(stepKinds), len(kinds))
+	}
+}
+
+// A node whose join is still in flight is no candidate for another step: a
+// labels step in a parallel branch picked one in a chaos run and failed to
+// patch it ("not found"). It becomes one once its create is acknowledged.
+func TestJoiningNodesAreNoCandidatesUntilCreated(t *testing.T) {
+	client := fake.NewClientset()
+	sc := &scenarios.Scenario{Cluster: scenarios.Cluster{Pools: []scenarios.NodePool{{Name: "workers", Count: 1}}}}
+	s := &runState{r: &Runner{clock: clocktesting.NewFakeClock(scriptT0), client: client}, sc: sc,
+		core:  NewCore(CoreConfig{Scenario: sc, Oracle: oracleConfig(nil)}),
+		pools: map[string]*poolState{"workers": {pool: sc.Cluster.Pools[0], next: 1, nodes: map[string]bool{"workers-0": true}}},
+	}
+	var (
+		mu      sync.Mutex
+		creates int
+	)
+	client.PrependReactor("create", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		name := action.(k8stesting.CreateAction).GetObject().(*corev1.Node).Name
+		cands := s.candidates(&scenarios.NodeTarget{Pool: "workers"})
+		mu.Lock()
+		defer mu.Unlock()
+		creates++
+		if slices.Contains(cands, name) {
+			t.Errorf("node %s is a candidate while its create is in flight: %q", name, cands)
+		}
+		if !slices.Contains(cands, "workers-0") {
+			t.Errorf("candidates during a join lost an existing node: %q", cands)
+		}
+		return false, nil, nil
+	})
+	join := &scenarios.Step{Nodes: &scenarios.NodesStep{Action: scenarios.NodeJoin, NodeTarget: scenarios.NodeTarget{Pool: "workers", Count: 2}}}
+	if _, err := s.nodes(t.Context(), join); err != nil {
+		t.Fatal(err)
+	}
+	if creates != 2 {
+		t.Fatalf("%d node creates, want 2", creates)
+	}
+	if got := s.candidates(&scenarios.NodeTarget{Pool: "workers"}); len(got) != 3 {
+		t.Errorf("candidates after the join = %q, want 3 nodes", got)
 	}
 }
