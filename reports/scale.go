@@ -367,9 +367,19 @@ func AnalyzeScale(sources []ScaleSource, now time.Time, opt ScaleOptions) (*Scal
 	seen := firstSeen(metricOrder)
 	slices.SortStableFunc(metricOrder, func(a, b Metric) int { return compareMetrics(seen, a, b) })
 
+	// Every controller that ran, in the reports' order (upstream, ours,
+	// ours-direct, floor); a fixed list would drop any other silently.
+	var controllers []string
+	for _, c := range s.Runs {
+		if !slices.Contains(controllers, c.Controller) {
+			controllers = append(controllers, c.Controller)
+		}
+	}
+	slices.SortStableFunc(controllers, func(a, b string) int { return cmp.Compare(controllerRank(a), controllerRank(b)) })
+
 	for _, scenario := range inOrder(scenarioOrder) {
 		for _, m := range metricOrder {
-			for _, controller := range []string{ControllerUpstream, ControllerOurs, ControllerFloor} {
+			for _, controller := range controllers {
 				var points []ScalePoint
 				measured := false
 				for _, c := range s.Runs {

@@ -15,6 +15,8 @@ func controllerGlyph(c string) draw.GlyphDrawer {
 	switch c {
 	case ControllerOurs:
 		return draw.CircleGlyph{}
+	case ControllerOursDirect:
+		return draw.CrossGlyph{}
 	case ControllerFloor:
 		return draw.SquareGlyph{}
 	}

@@ -96,7 +96,7 @@ type scaleFigure struct {
 	Metric   string
 	Label    string
 	Unit     string
-	Series   []*ScaleSeries // in Scale.Series order: upstream, ours, floor
+	Series   []*ScaleSeries // in Scale.Series order: upstream, ours, ours-direct, floor
 	// File is the plot's PNG in the output folder.
 	File string
 }

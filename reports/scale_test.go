@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -478,6 +479,37 @@ func TestFileSlug(t *testing.T) {
 	} {
 		if got := fileSlug(in); got != want {
 			t.Errorf("fileSlug(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Every controller that ran gets its series, in the reports' order: the
+// first scaling run dropped ours-direct from every table (a fixed list).
+func TestAnalyzeScaleKeepsEveryController(t *testing.T) {
+	var small, large []Run
+	controllers := []string{ControllerFloor, ControllerOursDirect, ControllerOurs, ControllerUpstream}
+	for _, c := range controllers {
+		small = append(small, scaleRun("s", c, 0, 100, 2, 1))
+		large = append(large, scaleRun("s", c, 0, 1000, 11, 5))
+	}
+	s, err := AnalyzeScale([]ScaleSource{{Path: "a/report.json", Report: scaleReport(small...)}, {Path: "b/report.json", Report: scaleReport(large...)}},
+		time.Date(2026, 1, 4, 0, 0, 0, 0, time.UTC), DefaultScaleOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, se := range s.Series {
+		if se.Metric == "step:create" {
+			got = append(got, se.Controller)
+		}
+	}
+	want := []string{ControllerUpstream, ControllerOurs, ControllerOursDirect, ControllerFloor}
+	if !slices.Equal(got, want) {
+		t.Errorf("step:create series for %q, want %q", got, want)
+	}
+	for _, c := range controllers {
+		if se := findSeries(t, s, "s", c, "step:create"); se.Linear == nil && se.NoFit == "" {
+			t.Errorf("%s: neither a fit nor a reason for none", c)
 		}
 	}
 }
