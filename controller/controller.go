@@ -42,6 +42,11 @@ const DefaultWorkers = 10
 // predicate evaluations on one node, so two are plenty.
 const nodeWorkers = 2
 
+// DefaultStatusInterval is the binary's --status-write-interval: a rollout's
+// status trails its pods by at most a second, well inside what `kubectl
+// rollout status` polls at, for a write a second instead of one per sync.
+const DefaultStatusInterval = time.Second
+
 // statusUpdateRetries bounds the conflict retries of one status write.
 const statusUpdateRetries = 3
 
@@ -84,6 +89,13 @@ type Config struct {
 	// ExpectationsTTL is how long unobserved writes hold a DaemonSet back;
 	// <= 0 means DefaultExpectationsTTL.
 	ExpectationsTTL time.Duration
+	// StatusInterval is the least time between two status writes of one
+	// DaemonSet that change its counters only: a sync within it requeues
+	// the DaemonSet for the end of the interval instead of writing, so
+	// that a rollout on thousands of nodes costs a write a second, not one
+	// per sync. A new observedGeneration is written at once. 0: a write at
+	// every sync that changes the status (as upstream).
+	StatusInterval time.Duration
 }
 
 // Controller keeps one daemon pod on every eligible node for every DaemonSet.
@@ -117,8 +129,10 @@ type Controller struct {
 	backoffMu sync.Mutex
 	backoff   map[string]plan.Backoff // DaemonSet key -> failed-pod backoff carried between syncs
 
-	statusMu      sync.Mutex
-	writtenStatus map[string]writtenStatus // DaemonSet key -> our last status write, while the cache lags it
+	statusMu       sync.Mutex
+	writtenStatus  map[string]writtenStatus // DaemonSet key -> our last status write, while the cache lags it
+	statusWritten  map[string]time.Time     // DaemonSet key -> when we last wrote its status
+	statusInterval time.Duration
 }
 
 // NewController wires informers, queues and handlers. It makes no API calls;
@@ -142,6 +156,9 @@ func NewController(conf Config) (*Controller, error) {
 		return nil, fmt.Errorf("creating DaemonSet controller: MaxCreateBatch %d is negative", conf.MaxCreateBatch)
 	case conf.MaxCreateBatch == 0:
 		conf.MaxCreateBatch = DefaultMaxCreateBatch
+	}
+	if conf.StatusInterval < 0 {
+		return nil, fmt.Errorf("creating DaemonSet controller: StatusInterval %v is negative", conf.StatusInterval)
 	}
 	if conf.SyncDelay < 0 {
 		return nil, fmt.Errorf("creating DaemonSet controller: SyncDelay %v is negative", conf.SyncDelay)
@@ -178,6 +195,8 @@ func NewController(conf Config) (*Controller, error) {
 		pendingNodes:   map[string]nodeChange{},
 		backoff:        map[string]plan.Backoff{},
 		writtenStatus:  map[string]writtenStatus{},
+		statusWritten:  map[string]time.Time{},
+		statusInterval: conf.StatusInterval,
 	}
 	if c.recorder == nil {
 		c.broadcaster = record.NewBroadcaster(record.WithContext(klog.NewContext(context.Background(), c.logger)))
@@ -258,15 +277,22 @@ func (r cappedRateLimiter) When(item string) time.Duration {
 	return min(r.TypedRateLimiter.When(item), r.max)
 }
 
-// trimObject drops what the controller never reads from cached objects:
-// managedFields everywhere and the image list of nodes, which dominate the
-// memory of large caches.
+// trimObject drops what the controller never reads from cached objects, which
+// dominate the memory of large caches: managedFields everywhere, a node's
+// status (placement reads its name, labels and taints), and a pod's spec and
+// status but for its node (spec.nodeName or the affinity pin), phase and
+// conditions. Nothing writes a cached object back (pods and revisions are
+// patched), and every sync test runs on trimmed caches (fixture.addToCache).
 func trimObject(obj any) (any, error) {
 	if a, err := meta.Accessor(obj); err == nil {
 		a.SetManagedFields(nil)
 	}
-	if n, ok := obj.(*corev1.Node); ok {
-		n.Status.Images = nil
+	switch o := obj.(type) {
+	case *corev1.Node:
+		o.Status = corev1.NodeStatus{}
+	case *corev1.Pod:
+		o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName, Affinity: o.Spec.Affinity}
+		o.Status = corev1.PodStatus{Phase: o.Status.Phase, Conditions: o.Status.Conditions}
 	}
 	return obj, nil
 }

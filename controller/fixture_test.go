@@ -127,7 +127,12 @@ func newFakeClient(objs ...runtime.Object) *fake.Clientset {
 // addToCache puts obj into its informer's store only (not the client).
 func (f *fixture) addToCache(obj runtime.Object) {
 	f.t.Helper()
-	var err error
+	// As the informers of a running controller hold it.
+	trimmed, err := trimObject(obj.DeepCopyObject())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	obj = trimmed.(runtime.Object)
 	switch o := obj.(type) {
 	case *appsv1.DaemonSet:
 		err = f.factory.Apps().V1().DaemonSets().Informer().GetIndexer().Add(o)

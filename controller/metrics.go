@@ -29,6 +29,8 @@ type Metrics struct {
 	dsUpdated    *prometheus.GaugeVec
 	dsAvailable  *prometheus.GaugeVec
 	dsSyncs      *prometheus.CounterVec
+	// statusDeferred counts status writes put off by StatusInterval.
+	statusDeferred prometheus.Counter
 
 	wqDepth       *prometheus.GaugeVec
 	wqAdds        *prometheus.CounterVec
@@ -81,6 +83,10 @@ func NewMetrics() *Metrics {
 		Namespace: ns, Name: "daemonset_syncs_total",
 		Help: "Syncs of a DaemonSet that exists; one that keeps climbing while nothing changes is a hot loop.",
 	}, dsLabels)
+	m.statusDeferred = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: ns, Name: "status_writes_deferred_total",
+		Help: "Status writes put off because the DaemonSet's status was written less than --status-write-interval before (its counters are written with the next one).",
+	})
 
 	q := []string{"name"}
 	m.wqDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -113,7 +119,7 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.syncDuration, m.podsCreated, m.podsDeleted, m.podErrors, m.apiRequests,
-		m.dsDesired, m.dsUpdated, m.dsAvailable, m.dsSyncs,
+		m.dsDesired, m.dsUpdated, m.dsAvailable, m.dsSyncs, m.statusDeferred,
 		m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongestProc, m.wqRetries,
 	)
 	return m

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -66,6 +67,28 @@ func (c *Controller) rememberStatus(key, cached, over string, written *appsv1.Da
 func (c *Controller) forgetStatus(key string) {
 	c.statusMu.Lock()
 	delete(c.writtenStatus, key)
+	delete(c.statusWritten, key)
+	c.statusMu.Unlock()
+}
+
+// statusWait is how long the status write of want over base must wait for
+// StatusInterval to pass since our last write of key's status; 0: now.
+func (c *Controller) statusWait(key string, base appsv1.DaemonSetStatus, want appsv1.DaemonSetStatus) time.Duration {
+	if c.statusInterval <= 0 || want.ObservedGeneration != base.ObservedGeneration {
+		return 0
+	}
+	c.statusMu.Lock()
+	last, ok := c.statusWritten[key]
+	c.statusMu.Unlock()
+	if !ok {
+		return 0
+	}
+	return max(0, c.statusInterval-c.clock.Since(last))
+}
+
+func (c *Controller) noteStatusWritten(key string) {
+	c.statusMu.Lock()
+	c.statusWritten[key] = c.clock.Now()
 	c.statusMu.Unlock()
 }
 
@@ -82,6 +105,12 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, want
 	if apiequality.Semantic.DeepEqual(base.Status, want) {
 		return nil
 	}
+	if wait := c.statusWait(key, base.Status, want); wait > 0 {
+		// The sync then writes what is true at that time.
+		c.queue.AddAfter(key, wait)
+		c.metrics.statusDeferred.Inc()
+		return nil
+	}
 	client := c.client.AppsV1().DaemonSets(ds.Namespace)
 	toUpdate := base.DeepCopy()
 	toUpdate.Status = *want.DeepCopy() // want may share slices with the cache
@@ -89,6 +118,7 @@ func (c *Controller) writeStatus(ctx context.Context, ds *appsv1.DaemonSet, want
 		written, err := client.UpdateStatus(ctx, toUpdate, metav1.UpdateOptions{})
 		if err == nil {
 			c.rememberStatus(key, ds.ResourceVersion, toUpdate.ResourceVersion, written)
+			c.noteStatusWritten(key)
 			return nil
 		}
 		if !apierrors.IsConflict(err) || attempt >= statusUpdateRetries {

@@ -456,6 +456,71 @@ func TestSyncStatusWritesOverOwnLastWrite(t *testing.T) {
 	}
 }
 
+// With StatusInterval, counters that change within it are written once, by
+// the sync the controller schedules at its end; a new generation is written
+// at once.
+func TestSyncStatusWritesCoalesced(t *testing.T) {
+	ds := newDaemonSet("agent")
+	ds.ResourceVersion = "1"
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil)}, func(c *Config) { c.StatusInterval = time.Second })
+	withOptimisticConcurrency(f, 1)
+	sync := func(step string) []core.Action {
+		t.Helper()
+		if err := f.sync(dsKey(ds)); err != nil {
+			t.Fatalf("%s: sync: %v", step, err)
+		}
+		return f.actions()
+	}
+	statusOf := func(a core.Action) appsv1.DaemonSetStatus {
+		return a.(core.UpdateAction).GetObject().(*appsv1.DaemonSet).Status
+	}
+	// A new DaemonSet's first status (observedGeneration 0 -> 1) goes at once.
+	if diff := cmp.Diff([]string{"create pods on n1", "update daemonsets/status agent"}, summarize(sync("first"))); diff != "" {
+		t.Fatalf("first sync actions (-want +got):\n%s", diff)
+	}
+	f.delayed.takeAfter()
+	// The pod is seen 100 ms later: the counters changed within the
+	// interval, so nothing is written and the sync asks to run at its end.
+	f.clock.Step(100 * time.Millisecond)
+	f.observeCreatedPods(ds.Namespace)
+	if got := summarize(sync("within the interval")); len(got) != 0 {
+		t.Errorf("actions within the interval = %q, want none", got)
+	}
+	if got, want := f.delayed.takeAfter(), dsKey(ds)+" 900ms"; !slices.Contains(got, want) {
+		t.Errorf("requeued %q, want %q among them", got, want)
+	}
+	if got, ok := metricValue(t, f.c.metrics, MetricsNamespace+"_status_writes_deferred_total", map[string]string{}); !ok || got != 1 {
+		t.Errorf("deferred writes = %v (found %v), want 1", got, ok)
+	}
+	// At the end of the interval the requeued sync writes the counters.
+	f.clock.Step(900 * time.Millisecond)
+	actions := sync("after the interval")
+	if diff := cmp.Diff([]string{"update daemonsets/status agent"}, summarize(actions)); diff != "" {
+		t.Fatalf("sync after the interval (-want +got):\n%s", diff)
+	}
+	if got := statusOf(actions[0]).CurrentNumberScheduled; got != 1 {
+		t.Errorf("written currentNumberScheduled %d, want 1", got)
+	}
+	// A new generation 10 ms later is written at once.
+	f.clock.Step(10 * time.Millisecond)
+	f.actions()
+	latest, err := f.client.AppsV1().DaemonSets(ds.Namespace).Get(t.Context(), ds.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest.Generation = 2
+	latest.Spec.Template.Spec.Containers[0].Image = "example.com/agent:v2"
+	if latest, err = f.client.AppsV1().DaemonSets(ds.Namespace).Update(t.Context(), latest, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.client.ClearActions() // the test's own write, not the controller's
+	f.addToCache(latest)
+	writes := filterActions(sync("new generation"), "update daemonsets/status")
+	if len(writes) == 0 || statusOf(writes[len(writes)-1]).ObservedGeneration != 2 {
+		t.Errorf("status writes after a new generation = %q, want one with observedGeneration 2", summarize(writes))
+	}
+}
+
 // withOptimisticConcurrency gives the fake client's DaemonSet updates the
 // API server's resourceVersion check, starting at version: an update over any
 // other version conflicts, a successful one bumps it.

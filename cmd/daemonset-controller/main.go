@@ -38,6 +38,9 @@
 //	                       send 2048 at once to a real API server)
 //	--expectations-ttl 5m  how long unobserved creates/deletes hold a DaemonSet
 //	                       back; failed calls never do
+//	--status-write-interval 1s  least time between two status writes of one
+//	                       DaemonSet that change only its counters (a new
+//	                       observedGeneration goes at once); 0: every sync
 //
 // Leader election (on by default, so that several replicas can run):
 //

@@ -50,6 +50,7 @@ type options struct {
 	tlsKeyFile        string
 	alwaysAllowPaths  []string
 	expectationsTTL   time.Duration
+	statusInterval    time.Duration
 	shutdownGraceTime time.Duration
 }
 
@@ -90,6 +91,7 @@ func newOptions() *options {
 		healthProbeAddr:   defaultHealthAddr,
 		alwaysAllowPaths:  slices.Clone(defaultAlwaysAllowPaths),
 		expectationsTTL:   controller.DefaultExpectationsTTL,
+		statusInterval:    controller.DefaultStatusInterval,
 		shutdownGraceTime: 10 * time.Second,
 	}
 }
@@ -126,6 +128,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.alwaysAllowPaths, "authorization-always-allow-paths", o.alwaysAllowPaths,
 		"With --secure-metrics, paths served without a token: each a path, or a prefix ending in *.")
 	fs.DurationVar(&o.expectationsTTL, "expectations-ttl", o.expectationsTTL, "How long unobserved creates and deletes hold a DaemonSet back before the controller acts anyway.")
+	fs.DurationVar(&o.statusInterval, "status-write-interval", o.statusInterval,
+		"Least time between two status writes of one DaemonSet that change only its counters (a new observedGeneration is written at once); 0: write at every sync that changes the status, as kube-controller-manager does.")
 	fs.DurationVar(&o.shutdownGraceTime, "shutdown-grace-period", o.shutdownGraceTime, "How long HTTP servers get to finish requests on shutdown.")
 	fs.DurationVar(&o.syncDelay, "sync-delay", o.syncDelay, "Testing only: sleep this long in every sync, to check that a bench notices a slow controller.")
 	_ = fs.MarkHidden("sync-delay")
@@ -180,6 +184,9 @@ func (o *options) validate() error {
 	}
 	if o.expectationsTTL <= 0 {
 		bad("expectations-ttl", "must be positive, got %v", o.expectationsTTL)
+	}
+	if o.statusInterval < 0 {
+		bad("status-write-interval", "must not be negative, got %v", o.statusInterval)
 	}
 	if o.shutdownGraceTime < 0 {
 		bad("shutdown-grace-period", "must not be negative, got %v", o.shutdownGraceTime)

@@ -61,6 +61,7 @@ func run(ctx context.Context, o *options) error {
 		SyncDelay:       o.syncDelay,
 		Metrics:         metrics,
 		ExpectationsTTL: o.expectationsTTL,
+		StatusInterval:  o.statusInterval,
 	})
 	if err != nil {
 		return err
