@@ -100,6 +100,9 @@ type stepRecord struct {
 	barriers []oracle.BarrierID
 	at       time.Time
 	event    *reports.Event
+	// placed is when the last of its DaemonSets had a pod of the current
+	// template on every node that must run one (oracle.Convergence.Placed).
+	placed   time.Time
 	timedOut bool
 	// timeoutExpected: the scenario declared NotConverged where it timed out.
 	timeoutExpected bool
@@ -406,6 +409,9 @@ func (c *Core) WaitTimedOut(name string, refs []string, timeout time.Duration, d
 // addConvergence folds one of the step's barriers into it: a step converges when
 // its last DaemonSet does.
 func (rec *stepRecord) addConvergence(conv oracle.Convergence) {
+	if conv.Placed.After(rec.placed) {
+		rec.placed = conv.Placed
+	}
 	if conv.At.After(rec.at) {
 		rec.at = conv.At
 		rec.event = &reports.Event{Time: conv.Event.Time, Reason: string(conv.Event.Kind), Object: conv.Event.Object}
@@ -587,6 +593,13 @@ func (c *Core) Finish(run reports.Run, in FinishInput) reports.Run {
 			ExpectedNotConverged: rec.timeoutExpected}
 		if !rec.at.IsZero() {
 			step.Seconds = rec.at.Sub(rec.start).Seconds()
+			// Only where the barrier waits for the step's own write to be
+			// seen (a generation): another step's view may hold its pods
+			// before its write does.
+			if !rec.placed.IsZero() && !rec.timedOut && (rec.kind == string(scenarios.KindCreate) || rec.kind == string(scenarios.KindUpdate)) {
+				placed := max(0, rec.placed.Sub(rec.start).Seconds())
+				step.PodsExistSeconds = &placed
+			}
 		}
 		if rec.timedOut {
 			step.Seconds = now.Sub(rec.start).Seconds()

@@ -557,6 +557,9 @@ func describeRun(r reports.Run) string {
 	p := func(format string, args ...any) { fmt.Fprintf(&out, format+"\n", args...) }
 	for _, s := range r.Steps {
 		line := fmt.Sprintf("step %s (%s) at %s: converged=%v in %gs", s.Name, s.Kind, rel(s.Start), s.Converged, s.Seconds)
+		if s.PodsExistSeconds != nil {
+			line += fmt.Sprintf(" (pods exist in %gs)", *s.PodsExistSeconds)
+		}
 		if e := s.CompletingEvent; e != nil {
 			line += fmt.Sprintf(" on %s %s", e.Reason, e.Object)
 		}

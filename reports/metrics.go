@@ -22,8 +22,11 @@ type Metric struct {
 // Built-in metrics. Per-step, per-verb and extra metrics are made by stepMetric,
 // verbMetric and extraMetric.
 var (
-	MetricConverge        = Metric{Key: "converge", Label: "convergence, all steps", Unit: "s", BenchUnit: "s/converge"}
-	MetricRollout         = Metric{Key: "rollout", Label: "rollout, end to end", Unit: "s", BenchUnit: "s/rollout"}
+	MetricConverge = Metric{Key: "converge", Label: "convergence, all steps", Unit: "s", BenchUnit: "s/converge"}
+	MetricRollout  = Metric{Key: "rollout", Label: "rollout, end to end", Unit: "s", BenchUnit: "s/rollout"}
+	// MetricRolloutSlowest is the longest of a run's rollouts, where it had
+	// several (many DaemonSets rolling at once).
+	MetricRolloutSlowest  = Metric{Key: "rollout-slowest", Label: "slowest rollout", Unit: "s", BenchUnit: "s/rollout-slowest"}
 	MetricNodeRolloutP99  = Metric{Key: "node-rollout-p99", Label: "per-node rollout p99", Unit: "s", BenchUnit: "s/node-rollout-p99"}
 	MetricNodeJoinP99     = Metric{Key: "node-join-p99", Label: "node join p99", Unit: "s", BenchUnit: "s/node-join-p99"}
 	MetricNodeEligibleP99 = Metric{Key: "node-eligible-p99", Label: "node added to eligible p99 (cluster's share)", Unit: "s"}
@@ -45,6 +48,13 @@ func stepMetric(name string) Metric {
 	return Metric{Key: stepPrefix + name, Label: "step " + name, Unit: "s"}
 }
 
+// podsExistMetric is the time from a create step to every pod existing
+// (reports.Step.PodsExistSeconds): a step metric of its own, so that it
+// sits beside the step in tables, plots and scale curves.
+func podsExistMetric(stepKey string) Metric {
+	return stepMetric(stepKey + " (pods exist)")
+}
+
 func verbMetric(verb string) Metric {
 	return Metric{Key: verbPrefix + verb, Label: "requests " + verb}
 }
@@ -64,7 +74,7 @@ func metricRank(key string) int {
 		return 0
 	case strings.HasPrefix(key, stepPrefix):
 		return 1
-	case key == MetricRollout.Key:
+	case key == MetricRollout.Key, key == MetricRolloutSlowest.Key:
 		return 2
 	case key == MetricNodeRolloutP99.Key:
 		return 3
@@ -118,6 +128,9 @@ func RunMetrics(run *Run) []MetricValue {
 		for i, s := range run.Steps {
 			if s.Converged {
 				add(stepMetric(stepKey(run.Steps, i)), s.Seconds)
+				if s.Kind == "create" && s.PodsExistSeconds != nil { // scenarios.KindCreate
+					add(podsExistMetric(stepKey(run.Steps, i)), *s.PodsExistSeconds)
+				}
 			}
 		}
 	}
@@ -129,6 +142,13 @@ func RunMetrics(run *Run) []MetricValue {
 		}
 		if all {
 			add(MetricRollout, total)
+			if len(run.Rollouts) > 1 {
+				slowest := 0.0
+				for _, ro := range run.Rollouts {
+					slowest = max(slowest, ro.Seconds)
+				}
+				add(MetricRolloutSlowest, slowest)
+			}
 		}
 		if nodes := nodeRolloutSeconds(run); len(nodes) > 0 {
 			add(MetricNodeRolloutP99, Percentile(nodes, 0.99))

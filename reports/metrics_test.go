@@ -34,6 +34,17 @@ func TestRunMetrics(t *testing.T) {
 	notConverged.Resources = Resources{}
 	failed := full
 	failed.Outcome, failed.Error = OutcomeFailed, "boom"
+	// Pods-exist times only for create steps; the slowest of several rollouts.
+	exist := func(sec float64) *float64 { return &sec }
+	several := full
+	several.Steps = []Step{
+		{Name: "create", Kind: "create", Converged: true, Seconds: 2, PodsExistSeconds: exist(0.75)},
+		{Name: "update", Kind: "update", Converged: true, Seconds: 5, PodsExistSeconds: exist(4)},
+		{Name: "create", Kind: "create", Converged: false, Seconds: 300, PodsExistSeconds: exist(1)},
+	}
+	several.Rollouts = []Rollout{{Complete: true, Seconds: 4.5}, {Complete: true, Seconds: 6}}
+	several.NodeJoins, several.Violations, several.Availability, several.APIRequests, several.Extra = nil, nil, nil, nil, nil
+	several.Resources = Resources{}
 
 	tests := []struct {
 		name string
@@ -46,6 +57,10 @@ func TestRunMetrics(t *testing.T) {
 			"requests": 5, "requests:create": 3, "requests:list": 2, "cpu": 0.5, "rss": 1 << 20, "extra:kwok rate": 10,
 		}},
 		{name: "not converged", run: notConverged, want: map[string]float64{"violations": 0}},
+		{name: "pods exist and slowest rollout", run: several, want: map[string]float64{
+			"step:create": 2, "step:create (pods exist)": 0.75, "step:update": 5,
+			"rollout": 10.5, "rollout-slowest": 6, "violations": 0,
+		}},
 		{name: "failed", run: failed, want: map[string]float64{}},
 	}
 	for _, tc := range tests {

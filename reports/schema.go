@@ -260,6 +260,12 @@ type Step struct {
 	// Converged is false when the step timed out; Seconds then is the time waited.
 	Converged bool    `json:"converged"`
 	Seconds   float64 `json:"seconds"`
+	// PodsExistSeconds runs from Start to the first moment every node that
+	// must run a pod of the step's DaemonSets had one of the current
+	// template, Ready or not: for a create, the controller's own work,
+	// without the scheduler's and kwok's share of readiness. Set only for
+	// a converged create or update step.
+	PodsExistSeconds *float64 `json:"podsExistSeconds,omitempty"`
 	// CompletingEvent is the observation that made the oracle declare convergence.
 	CompletingEvent *Event `json:"completingEvent,omitempty"`
 	// SkippedNodes were chosen by the step but deleted by a concurrent leave

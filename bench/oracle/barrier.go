@@ -43,6 +43,11 @@ type Convergence struct {
 	// Immediate: it already held when the barrier was added. At is then
 	// Start, or the latest event time if that is later (an upper bound).
 	Immediate bool
+	// Placed is the first evaluation time not before Start from which the
+	// step was visible and every node that must run the DaemonSet's pod
+	// had an active pod of its current template, Ready or not (see
+	// podsPlaced); never after At.
+	Placed time.Time
 }
 
 // Latency is At-Start.
@@ -58,6 +63,7 @@ type barrierState struct {
 	since     time.Time
 	sinceEv   EventRef
 	immediate bool
+	placed    time.Time // see Convergence.Placed; zero: not yet
 }
 
 // AddBarrier registers a barrier, to be completed by later events. Add it
@@ -71,7 +77,7 @@ func (c *Checker) AddBarrier(b Barrier) BarrierID {
 		if c.now.After(at) {
 			at = c.now
 		}
-		st.since, st.sinceEv, st.immediate = at, c.last, true
+		st.since, st.sinceEv, st.immediate, st.placed = at, c.last, true, at
 		c.completeHeld(st, at)
 	}
 	return BarrierID(len(c.barriers) - 1)
@@ -103,7 +109,11 @@ func (c *Checker) checkBarriers(t time.Time) {
 		if st.done || t.Before(st.b.Start) {
 			continue
 		}
-		if !c.barrierHolds(st) {
+		holds := c.barrierHolds(st)
+		if st.placed.IsZero() && st.visible && (holds || c.podsPlaced(st.b.DaemonSet)) {
+			st.placed = t
+		}
+		if !holds {
 			st.since, st.immediate = time.Time{}, false
 			continue
 		}
@@ -120,7 +130,11 @@ func (c *Checker) completeHeld(st *barrierState, t time.Time) {
 		return
 	}
 	st.done = true
-	st.res = Convergence{Barrier: st.b.Name, DaemonSet: st.b.DaemonSet, Start: st.b.Start, At: st.since, Event: st.sinceEv, Immediate: st.immediate}
+	placed := st.placed
+	if placed.IsZero() || placed.After(st.since) {
+		placed = st.since
+	}
+	st.res = Convergence{Barrier: st.b.Name, DaemonSet: st.b.DaemonSet, Start: st.b.Start, At: st.since, Event: st.sinceEv, Immediate: st.immediate, Placed: placed}
 }
 
 // Verdict evaluates the DaemonSet from scratch at the Checker's time.

@@ -208,6 +208,9 @@ type dsState struct {
 	nodes map[string]*nodeTrack
 	// Aggregates over nodes, kept incrementally.
 	mustRun, notOK, disrupted, surging int
+	// podless counts the must-run nodes without an active pod of the
+	// current template: zero once the controller has created every pod.
+	podless int
 	// unav and surge judge disrupted against maxUnavailable and surging
 	// against maxSurge, excusing a limit that shrank under them.
 	unav, surge    limitGuard
@@ -381,6 +384,14 @@ func (c *Checker) Converged(key string) (bool, time.Time) {
 		return s.converged, s.convergedSince
 	}
 	return c.goneConverged(key), time.Time{}
+}
+
+// podsPlaced says whether every node that must run the DaemonSet's pod has
+// an active pod of its current template, Ready or not: the controller's own
+// work of a create is done. False while the view lacks the DaemonSet.
+func (c *Checker) podsPlaced(key string) bool {
+	s, ok := c.ds[key]
+	return ok && s.podless == 0
 }
 
 func (c *Checker) goneConverged(key string) bool {
@@ -744,6 +755,9 @@ func (s *dsState) account(tr *nodeTrack, sign int) {
 		}
 		if v.surging() {
 			s.surging += sign
+		}
+		if v.current == 0 {
+			s.podless += sign
 		}
 	}
 	if !tr.ok && (v.exists || v.active+v.terminal+v.terminating > 0) {

@@ -77,10 +77,10 @@ func TestCorrectScenario(t *testing.T) {
 		gotConv = append(gotConv, cv)
 	}
 	wantConv := []oracle.Convergence{
-		{Barrier: "create", DaemonSet: dsKey, Start: at(0), At: at(3), Event: oracle.EventRef{Time: at(3), Kind: oracle.Modified, Object: "Pod default/b"}},
-		{Barrier: "join", DaemonSet: dsKey, Start: at(4.9), At: at(9), Event: oracle.EventRef{Time: at(9), Kind: oracle.Modified, Object: "Pod default/c"}},
-		{Barrier: "rollout", DaemonSet: dsKey, Start: at(11.5), At: at(21), Event: oracle.EventRef{Time: at(21), Kind: oracle.Modified, Object: "Pod default/c2"}},
-		{Barrier: "drain", DaemonSet: dsKey, Start: at(21.9), At: at(22), Event: oracle.EventRef{Time: at(22), Kind: oracle.Modified, Object: "Pod default/b2"}},
+		{Barrier: "create", DaemonSet: dsKey, Start: at(0), At: at(3), Event: oracle.EventRef{Time: at(3), Kind: oracle.Modified, Object: "Pod default/b"}, Placed: at(1)},
+		{Barrier: "join", DaemonSet: dsKey, Start: at(4.9), At: at(9), Event: oracle.EventRef{Time: at(9), Kind: oracle.Modified, Object: "Pod default/c"}, Placed: at(8)},
+		{Barrier: "rollout", DaemonSet: dsKey, Start: at(11.5), At: at(21), Event: oracle.EventRef{Time: at(21), Kind: oracle.Modified, Object: "Pod default/c2"}, Placed: at(19)},
+		{Barrier: "drain", DaemonSet: dsKey, Start: at(21.9), At: at(22), Event: oracle.EventRef{Time: at(22), Kind: oracle.Modified, Object: "Pod default/b2"}, Placed: at(22)},
 	}
 	if diff := cmp.Diff(wantConv, gotConv); diff != "" {
 		t.Errorf("barriers (-want +got):\n%s", diff)
@@ -138,7 +138,7 @@ func TestConvergenceAfterMinReadySeconds(t *testing.T) {
 		agree(t, c, i)
 	}
 	got, ok := c.ConvergedAt(id)
-	want := oracle.Convergence{Barrier: "create", DaemonSet: dsKey, Start: at(0), At: at(11.5), Event: oracle.EventRef{Time: at(11.5), Kind: oracle.Timer, Object: "Node n1"}}
+	want := oracle.Convergence{Barrier: "create", DaemonSet: dsKey, Start: at(0), At: at(11.5), Event: oracle.EventRef{Time: at(11.5), Kind: oracle.Timer, Object: "Node n1"}, Placed: at(0)}
 	if diff := cmp.Diff(want, got); !ok || diff != "" {
 		t.Errorf("ConvergedAt ok=%v (-want +got):\n%s", ok, diff)
 	}
@@ -157,7 +157,7 @@ func TestBarriers(t *testing.T) {
 	t.Run("already converged when added", func(t *testing.T) {
 		id := c.AddBarrier(oracle.Barrier{Name: "noop", DaemonSet: dsKey, Start: at(1)})
 		got, ok := c.ConvergedAt(id)
-		want := oracle.Convergence{Barrier: "noop", DaemonSet: dsKey, Start: at(1), At: at(1), Immediate: true,
+		want := oracle.Convergence{Barrier: "noop", DaemonSet: dsKey, Start: at(1), At: at(1), Immediate: true, Placed: at(1),
 			Event: oracle.EventRef{Time: at(0), Kind: oracle.Added, Object: "Pod default/a"}}
 		if diff := cmp.Diff(want, got); !ok || diff != "" {
 			t.Errorf("ConvergedAt ok=%v (-want +got):\n%s", ok, diff)
@@ -184,7 +184,8 @@ func TestBarriers(t *testing.T) {
 			}
 		}
 		got, ok := c.ConvergedAt(id)
-		want := oracle.Convergence{Barrier: "update", DaemonSet: dsKey, Start: at(2), At: at(6),
+		// Placed: a2, the first pod of the new template, exists at 5.
+		want := oracle.Convergence{Barrier: "update", DaemonSet: dsKey, Start: at(2), At: at(6), Placed: at(5),
 			Event: oracle.EventRef{Time: at(6), Kind: oracle.Modified, Object: "Pod default/a2"}}
 		if diff := cmp.Diff(want, got); !ok || diff != "" {
 			t.Errorf("ConvergedAt ok=%v (-want +got):\n%s", ok, diff)
