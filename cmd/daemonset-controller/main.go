@@ -41,6 +41,7 @@
 //	--status-write-interval 1s  least time between two status writes of one
 //	                       DaemonSet that change only its counters (a new
 //	                       observedGeneration goes at once); 0: every sync
+//	--profiling false      serve pprof under /debug/pprof/ on the metrics port
 //
 // Leader election (on by default, so that several replicas can run):
 //

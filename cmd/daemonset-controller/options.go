@@ -51,6 +51,7 @@ type options struct {
 	alwaysAllowPaths  []string
 	expectationsTTL   time.Duration
 	statusInterval    time.Duration
+	profiling         bool
 	shutdownGraceTime time.Duration
 }
 
@@ -130,6 +131,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.expectationsTTL, "expectations-ttl", o.expectationsTTL, "How long unobserved creates and deletes hold a DaemonSet back before the controller acts anyway.")
 	fs.DurationVar(&o.statusInterval, "status-write-interval", o.statusInterval,
 		"Least time between two status writes of one DaemonSet that change only its counters (a new observedGeneration is written at once); 0: write at every sync that changes the status, as kube-controller-manager does.")
+	fs.BoolVar(&o.profiling, "profiling", o.profiling,
+		"Serve Go's pprof profiles under /debug/pprof/ on --metrics-bind-address (behind its token check with --secure-metrics). Off by default: the plain-HTTP port has no access control.")
 	fs.DurationVar(&o.shutdownGraceTime, "shutdown-grace-period", o.shutdownGraceTime, "How long HTTP servers get to finish requests on shutdown.")
 	fs.DurationVar(&o.syncDelay, "sync-delay", o.syncDelay, "Testing only: sleep this long in every sync, to check that a bench notices a slow controller.")
 	_ = fs.MarkHidden("sync-delay")

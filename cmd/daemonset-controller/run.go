@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"slices"
 	"sync"
@@ -98,7 +99,7 @@ func run(ctx context.Context, o *options) error {
 		logger.Info("Serving", "endpoint", name, "address", ln.Addr().String(), "tls", tlsConf != nil)
 		return nil
 	}
-	metricsHandler, metricsTLS := metricsMux(metrics), (*tls.Config)(nil)
+	metricsHandler, metricsTLS := metricsMux(metrics, o.profiling), (*tls.Config)(nil)
 	if o.secureMetrics {
 		metricsHandler, metricsTLS, err = o.secureMetricsServing(logger, restConfig, metrics, c, watchdog)
 		if err != nil {
@@ -167,6 +168,9 @@ func (o *options) secureMetricsServing(logger klog.Logger, restConfig *rest.Conf
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics.Handler())
+	if o.profiling {
+		addProfiling(mux)
+	}
 	health := healthMux(c, watchdog)
 	mux.Handle("/healthz", health)
 	mux.Handle("/readyz", health)
@@ -315,10 +319,24 @@ func identity() (string, error) {
 	return host + "_" + hex.EncodeToString(b), nil
 }
 
-func metricsMux(m *controller.Metrics) http.Handler {
+func metricsMux(m *controller.Metrics, profiling bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
+	if profiling {
+		addProfiling(mux)
+	}
 	return mux
+}
+
+// addProfiling serves net/http/pprof under /debug/pprof/, as
+// kube-controller-manager's --profiling; behind --secure-metrics a scraper
+// needs get on the non-resource URL /debug/pprof/*.
+func addProfiling(mux *http.ServeMux) {
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }
 
 // healthMux serves /healthz (alive: fails only if we lead but could not

@@ -219,3 +219,20 @@ func TestSecureMetricsServing(t *testing.T) {
 		}
 	}
 }
+
+func TestProfilingOnlyWhenAsked(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		srv := httptest.NewServer(metricsMux(controller.NewMetrics(), on))
+		for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline"} {
+			resp, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if want := map[bool]int{false: 404, true: 200}[on]; resp.StatusCode != want {
+				t.Errorf("--profiling=%v: GET %s = %d, want %d", on, path, resp.StatusCode, want)
+			}
+		}
+		srv.Close()
+	}
+}
