@@ -165,6 +165,9 @@ func (c ControllerConfig) args(metricsPort, healthPort int) []string {
 			"--kube-api-burst=" + strconv.Itoa(burst),
 			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
 			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(healthPort),
+			// As kube-controller-manager's default: pprof on the metrics
+			// port (loopback), so that a run can be profiled while it goes.
+			"--profiling",
 		}
 		if c.Which == OursDirect {
 			args = append(args, bindModeFlag+"=direct")

@@ -64,6 +64,7 @@ func TestControllerArgs(t *testing.T) {
 		"--kube-api-burst=100",
 		"--metrics-bind-address=127.0.0.1:PORT",
 		"--health-probe-bind-address=127.0.0.1:PORT",
+		"--profiling",
 	}
 	tests := []struct {
 		which Controller
