@@ -113,18 +113,7 @@ var htmlFuncs = template.FuncMap{
 	"inc": func(i int) int { return i + 1 },
 }
 
-var htmlTemplate = template.Must(template.New("report").Funcs(htmlFuncs).Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{{.Title}}</title>
-<style>
-` + htmlStyle + `</style>
-</head>
-<body>
-<h1>{{.Title}}</h1>
-{{template "table" .Params}}
-<h2>Invariants</h2>
+var htmlTemplate = template.Must(template.New("report").Funcs(htmlFuncs).Parse(htmlPageHead + `<h2>Invariants</h2>
 <p><strong>Does every invariant hold?</strong> {{.HoldsLine}}</p>
 {{template "table" .Invariants}}
 {{with .Findings}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}
@@ -150,6 +139,21 @@ var htmlTemplate = template.Must(template.New("report").Funcs(htmlFuncs).Parse(`
 </body>
 </html>
 ` + htmlTableTemplate))
+
+// htmlPageHead opens report.html and scale.html alike: the document head, the
+// title and the parameters table.
+const htmlPageHead = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{{.Title}}</title>
+<style>
+` + htmlStyle + `</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+{{template "table" .Params}}
+`
 
 // htmlStyle is the stylesheet that report.html and scale.html share.
 const htmlStyle = `body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1150px; color: #222; }

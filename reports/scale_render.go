@@ -443,18 +443,7 @@ func scaleHTML(s *Scale, figs []scaleFigure, pngs [][]byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-var scaleHTMLTemplate = template.Must(template.New("scale").Funcs(htmlFuncs).Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{{.Title}}</title>
-<style>
-` + htmlStyle + `</style>
-</head>
-<body>
-<h1>{{.Title}}</h1>
-{{template "table" .Params}}
-<p class="notes">{{.MethodNote}}</p>
+var scaleHTMLTemplate = template.Must(template.New("scale").Funcs(htmlFuncs).Parse(htmlPageHead + `<p class="notes">{{.MethodNote}}</p>
 <h2>Reports</h2>
 {{template "table" .Sources}}
 <h2>Runs per node count</h2>
