@@ -95,15 +95,7 @@ func TestCompareDirect(t *testing.T) {
 	if c.ALabel != ControllerOurs || c.BLabel != ControllerOursDirect {
 		t.Errorf("sides %s (A) and %s (B), want ours and ours-direct", c.ALabel, c.BLabel)
 	}
-	var conv *Row
-	for i := range c.Rows {
-		if c.Rows[i].Metric.Key == MetricConverge.Key {
-			conv = &c.Rows[i]
-		}
-	}
-	if conv == nil || conv.Paired == nil || conv.Paired.N != 5 {
-		t.Fatalf("no paired convergence row in %+v", c.Rows)
-	}
+	conv := pairedConvergeRow(t, c.Rows, 5)
 	if conv.Ratio < 0.45 || conv.Ratio > 0.55 {
 		t.Errorf("ours-direct/ours convergence ratio %.2f, want about 0.5", conv.Ratio)
 	}

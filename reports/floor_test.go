@@ -25,15 +25,7 @@ func TestCompareFloor(t *testing.T) {
 		t.Error("the floor's runs changed the ours/upstream comparison")
 	}
 	c := CompareFloor(r, DefaultOptions())
-	var conv *Row
-	for i := range c.Rows {
-		if c.Rows[i].Metric.Key == MetricConverge.Key {
-			conv = &c.Rows[i]
-		}
-	}
-	if conv == nil || conv.Paired == nil || conv.Paired.N != 5 {
-		t.Fatalf("no paired convergence row in %+v", c.Rows)
-	}
+	conv := pairedConvergeRow(t, c.Rows, 5)
 	if conv.Ratio < 1.9 || conv.Ratio > 2.1 {
 		t.Errorf("ours/floor convergence ratio %.2f, want about 2", conv.Ratio)
 	}
@@ -43,4 +35,20 @@ func TestCompareFloor(t *testing.T) {
 			t.Errorf("report.md lacks %q", want)
 		}
 	}
+}
+
+// pairedConvergeRow is the convergence row of a comparison, which must be
+// paired over n pairs.
+func pairedConvergeRow(t *testing.T, rows []Row, n int) *Row {
+	t.Helper()
+	for i := range rows {
+		if rows[i].Metric.Key == MetricConverge.Key {
+			if rows[i].Paired == nil || rows[i].Paired.N != n {
+				t.Fatalf("convergence row %+v is not paired over %d pairs", rows[i], n)
+			}
+			return &rows[i]
+		}
+	}
+	t.Fatalf("no convergence row in %+v", rows)
+	return nil
 }
