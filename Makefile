@@ -12,7 +12,7 @@ TEST_ENV := DSBENCH_REQUIRE_CLUSTER=1
 TEST_TIMEOUT ?= 35m
 BENCH_FLAGS ?=
 
-.PHONY: help tools build test test-unit bench bench-baseline bench-chaos bench-scale mutants verify fuzz clean cleanup-test-clusters
+.PHONY: help tools build test test-unit bench bench-baseline bench-chaos bench-scale bench-targets mutants verify fuzz clean cleanup-test-clusters
 
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -52,6 +52,14 @@ SCALE_FLAGS ?=
 
 bench-scale: tools build ## Run SCALE_SCENARIOS at each of SCALE_SIZES nodes for ours, upstream and the floor; fit cost against nodes, plot the curves, write reports/out/<time>/scale.md.
 	$(CACHE)/dsbench scale --sizes $(SCALE_SIZES) $(SCALE_FLAGS) $(SCALE_SCENARIOS)
+
+TARGETS_SCENARIOS ?= bench-rollout-surge bench-repair
+TARGETS_REPS ?= 5
+TARGETS_FLAGS ?=
+
+bench-targets: tools build ## The performance targets beyond make bench at 1000 nodes, TARGETS_REPS interleaved runs each: maxSurge rollout and repair of 10% and 50% of nodes (ours, ours-direct, upstream, floor), then many-daemonsets (no floor: it adopts no orphans).
+	$(CACHE)/dsbench run --nodes 1000 --repetitions $(TARGETS_REPS) --controller ours,ours-direct,upstream,floor $(TARGETS_FLAGS) $(TARGETS_SCENARIOS)
+	$(CACHE)/dsbench run --nodes 1000 --repetitions $(TARGETS_REPS) --controller ours,ours-direct,upstream $(TARGETS_FLAGS) many-daemonsets
 
 mutants: tools build ## Play each broken variant of our controller on the scenarios that exercise its bug (100 nodes); print which invariant caught it.
 	$(GO) build -tags mutants -o $(CACHE)/daemonset-controller-mutants ./cmd/daemonset-controller

@@ -439,15 +439,19 @@ func splitKey(key string) (namespace, name string) {
 }
 
 // floorUnsupported says why the floor cannot play the scenario, or "": it
-// writes no ControllerRevisions, so there is nothing to roll back to.
+// writes no ControllerRevisions, so there is nothing to roll back to, and it
+// adopts no orphans, so a DaemonSet re-created over the pods of one deleted
+// with cascade orphan would get a second pod on every node.
 func floorUnsupported(sc *scenarios.Scenario) string {
 	why := ""
 	sc.Walk(func(st *scenarios.Step) bool {
-		if st.Rollback != nil {
+		switch {
+		case st.Rollback != nil:
 			why = fmt.Sprintf("the floor writes no ControllerRevisions, and scenario %s rolls back (step %s)", sc.Metadata.Name, stepName(st))
-			return false
+		case st.Delete != nil && st.Delete.Cascade == scenarios.CascadeOrphan:
+			why = fmt.Sprintf("the floor adopts no orphans, and scenario %s orphans pods (step %s)", sc.Metadata.Name, stepName(st))
 		}
-		return true
+		return why == ""
 	})
 	return why
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/dsbench/dsbench/bench/floor"
 	"github.com/dsbench/dsbench/bench/oracle"
+	"github.com/dsbench/dsbench/scenarios"
 )
 
 // One plan of the floor, issued by hand (no loop, no goroutines): it creates
@@ -86,5 +88,25 @@ func TestFloorExpectations(t *testing.T) {
 	}
 	if reqs, _ := f.APIRequests(t.Context()); reqs["POST"] != 2 {
 		t.Errorf("requests %v, want 2 POST", reqs)
+	}
+}
+
+func TestFloorUnsupported(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string // want: a part of the reason, "" for none
+	}{
+		{name: "bench-rollout"},
+		{name: "bench-repair"},
+		{name: "rollback-during-rollout", want: "rolls back"},
+		{name: "many-daemonsets", want: "orphans pods"},
+	} {
+		sc, _, err := scenarios.LoadLibrary(tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := floorUnsupported(sc)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: floorUnsupported = %q, want one with %q", tc.name, got, tc.want)
+		}
 	}
 }
