@@ -133,7 +133,7 @@ func checkRun(run *Run) []Finding {
 				open++
 			}
 		}
-		add(SeverityWarn, CheckSimulatorStall, "kwok left %d %s Pending on Ready nodes (longest %ss, %d never started); the harness nudged each, the affected latencies include the stall",
+		add(SeverityWarn, CheckSimulatorStall, "kwok left %d %s Pending on Ready nodes (longest %ss, %d never started); the harness nudged each; the run is left out of the statistics, since its times include the stall",
 			len(st), plural(len(st), "pod", "pods"), fmtDecimal(worst), open)
 	}
 	if h := run.Harness; h != nil && h.Rejected > 0 {

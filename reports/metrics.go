@@ -108,9 +108,11 @@ type MetricValue struct {
 // RunMetrics extracts the metrics of one run, in table order. A metric is
 // absent when the run cannot define it: convergence when a step did not
 // converge, rollout when a rollout did not complete, CPU and RSS when zero
-// (not measured). Failed runs yield no metrics.
+// (not measured). Failed runs yield no metrics, and neither do runs in
+// which the simulator stalled: their times are kwok's, not the controller's
+// (the invariants still judge them, and say they were left out).
 func RunMetrics(run *Run) []MetricValue {
-	if !run.OK() {
+	if !run.OK() || len(run.SimulatorStalls) > 0 {
 		return nil
 	}
 	var out []MetricValue

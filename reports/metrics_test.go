@@ -34,6 +34,9 @@ func TestRunMetrics(t *testing.T) {
 	notConverged.Resources = Resources{}
 	failed := full
 	failed.Outcome, failed.Error = OutcomeFailed, "boom"
+	// kwok left a pod Pending: the run's times are the simulator's.
+	stalled := full
+	stalled.SimulatorStalls = []SimulatorStall{{Pod: "bench/agent-x", Node: "n1", Seconds: 30, Nudged: true}}
 	// Pods-exist times only for create steps; the slowest of several rollouts.
 	exist := func(sec float64) *float64 { return &sec }
 	several := full
@@ -62,6 +65,7 @@ func TestRunMetrics(t *testing.T) {
 			"rollout": 10.5, "rollout-slowest": 6, "violations": 0,
 		}},
 		{name: "failed", run: failed, want: map[string]float64{}},
+		{name: "simulator stall", run: stalled, want: map[string]float64{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,6 +153,14 @@ func TestCheckRun(t *testing.T) {
 		{name: "over unavailable", mutate: func(r *Run) {
 			r.Availability = []Availability{{DaemonSet: "ns/ds", Step: "update", PeakUnavailable: 3, AllowedUnavailable: 2}}
 		}, want: []string{`fail over-unavailable: ns/ds step "update": peak unavailable 3 > allowed 2`}},
+		// A stalled run leaves the statistics, not the verdict: its violations still fail.
+		{name: "simulator stall with a violation", mutate: func(r *Run) {
+			r.SimulatorStalls = []SimulatorStall{{Pod: "ns/p", Node: "n1", Seconds: 31.5, Nudged: true}}
+			r.Violations = []Violation{{Kind: "extra-pod", Node: "n1", Start: r.Start.Add(3 * time.Second), Seconds: 1.5}}
+		}, want: []string{
+			`fail unexpected-violation: 1 unexpected violation (extra-pod ×1); first: extra-pod on node "n1" at +3.00s for 1.50s`,
+			"warn simulator-stall: kwok left 1 pod Pending on Ready nodes (longest 31.50s, 0 never started); the harness nudged each; the run is left out of the statistics, since its times include the stall",
+		}},
 		{name: "coverage", mutate: func(r *Run) {
 			r.Coverage = Coverage{PodsExpected: 200, PodsObserved: 199, ObservedFraction: 0.995, NodeReadyFlaps: 3,
 				WatchGaps: []WatchGap{{Resource: "pods", Seconds: 1.25}, {Resource: "nodes", Seconds: 0.5}}}
