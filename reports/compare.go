@@ -58,6 +58,22 @@ func CompareDirect(r *Report, opt Options) Comparison {
 	return compareControllers(r, opt, Comparison{Title: "ours-direct vs ours", ALabel: ControllerOurs, BLabel: ControllerOursDirect, Note: DirectNote}, ControllerOursDirect)
 }
 
+// ExternalNote says what the external controller's numbers are.
+const ExternalNote = "external is a DaemonSet controller that was already running against the cluster (dsbench run --kubeconfig FILE --controller external): " +
+	"the harness did not start it and knows neither its binary nor its settings. " +
+	"Its times and invariants are measured as ours's are, from the harness's own watches; its CPU, memory and API requests are not, so those rows are absent. " +
+	"It runs alone, so the ours column is empty unless runs of ours were added to this report; the gate does not apply to it (the baseline holds ours and upstream)."
+
+// CompareExternal compares ours (A) with the external controller (B) for
+// every case the external controller ran; it has no rows when it never did.
+func CompareExternal(r *Report, opt Options) Comparison {
+	return compareControllers(r, opt, Comparison{Title: "the external controller", ALabel: ControllerOurs, BLabel: ControllerExternal, Note: ExternalNote}, ControllerExternal)
+}
+
+// ExternalParams is how the report's parameters describe the external
+// controller.
+const ExternalParams = "not started by the harness: a controller already running against the cluster; its binary, settings, CPU, memory and API requests are unknown"
+
 // compareControllers fills c with B against A per case, with the paired
 // analysis; onlyWith, when set, skips the cases that controller never ran.
 func compareControllers(r *Report, opt Options, c Comparison, onlyWith string) Comparison {

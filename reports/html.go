@@ -23,7 +23,9 @@ type htmlPage struct {
 	Floor *htmlComparison
 	// Direct is the ours-direct/ours comparison, nil when ours-direct
 	// never ran.
-	Direct      *htmlComparison
+	Direct *htmlComparison
+	// External shows the external controller, nil when it never ran.
+	External    *htmlComparison
 	NodeNote    string
 	HarnessNote string
 	NodeTable   *table
@@ -78,7 +80,7 @@ func (a *analysis) html() ([]byte, error) {
 		NodeNote:    strings.TrimSpace(nodeLatencyNote),
 		HarnessNote: strings.TrimSpace(harnessNote),
 	}
-	page.Floor, page.Direct = htmlComparisonOf(a.floor), htmlComparisonOf(a.direct)
+	page.Floor, page.Direct, page.External = htmlComparisonOf(a.floor), htmlComparisonOf(a.direct), htmlComparisonOf(a.external)
 	if t, ok := a.findingsTable(); ok {
 		page.Findings = &t
 	}
@@ -128,6 +130,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(htmlFuncs).Parse(h
 {{range .Comparisons}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}
 {{with .Floor}}<h2>{{.Title}}</h2><p class="notes">{{.Note}}</p><p class="notes">{{.MethodNote}}</p>{{range .Tables}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}{{end}}
 {{with .Direct}}<h2>{{.Title}}</h2><p class="notes">{{.Note}}</p><p class="notes">{{.MethodNote}}</p>{{range .Tables}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}{{end}}
+{{with .External}}<h2>{{.Title}}</h2><p class="notes">{{.Note}}</p><p class="notes">{{.MethodNote}}</p>{{range .Tables}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}{{end}}
 {{with .NodeTable}}<h2>Per-node latencies</h2><p class="notes">{{$.NodeNote}}</p>{{template "table" .}}{{end}}
 {{with .Harness}}<h2>The harness</h2><p class="notes">{{$.HarnessNote}}</p>{{template "table" .}}{{end}}
 <h2>Figures</h2>

@@ -82,7 +82,12 @@ func TestValidate(t *testing.T) {
 		{name: "valid", mutate: func(*Report) {}},
 		{name: "ours-direct", mutate: func(r *Report) { r.Runs[0].Controller = ControllerOursDirect }},
 		{name: "the floor", mutate: func(r *Report) { r.Runs[0].Controller = ControllerFloor }},
-		{name: "bad controller", mutate: func(r *Report) { r.Runs[0].Controller = "theirs" }, want: `controller "theirs" is none of "ours", "ours-direct", "upstream" and "floor"`},
+		{name: "external", mutate: func(r *Report) { r.Runs[0].Controller = ControllerExternal }},
+		// A controller the harness did not start: no API requests, no cost.
+		{name: "external, nothing measured of its process", mutate: func(r *Report) {
+			r.Runs[0].Controller, r.Runs[0].APIRequests, r.Runs[0].Resources = ControllerExternal, nil, Resources{}
+		}},
+		{name: "bad controller", mutate: func(r *Report) { r.Runs[0].Controller = "theirs" }, want: `controller "theirs" is none of "ours", "ours-direct", "upstream", "floor" and "external"`},
 		{name: "direct is no controller", mutate: func(r *Report) { r.Runs[0].Controller = "direct" }, want: `controller "direct" is none of`},
 		{name: "bad outcome", mutate: func(r *Report) { r.Runs[0].Outcome = "maybe" }, want: `outcome "maybe"`},
 		{name: "failed without error", mutate: func(r *Report) { r.Runs[0].Outcome = OutcomeFailed }, want: "outcome failed without error"},

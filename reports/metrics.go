@@ -434,8 +434,10 @@ func controllerRank(c string) int {
 		return 1
 	case ControllerOursDirect:
 		return 2
+	case ControllerExternal:
+		return 3
 	}
-	return 3
+	return 4 // the floor, a bound rather than a controller, comes last
 }
 
 // benchToken makes s usable as a Go benchmark unit: no whitespace, never empty.

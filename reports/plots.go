@@ -41,6 +41,10 @@ var (
 // upstream's orange and the timelines' green and red.
 var colorOursDirect = color.RGBA{R: 148, G: 103, B: 189, A: 255}
 
+// colorExternal is the external controller's colour: brown, apart from all
+// of the above.
+var colorExternal = color.RGBA{R: 140, G: 86, B: 75, A: 255}
+
 // Figure kinds, also the class of a figure's <img> in report.html.
 const (
 	figureBox      = "box"
@@ -60,6 +64,8 @@ func controllerColor(c string) color.Color {
 		return colorOursDirect
 	case ControllerFloor:
 		return colorFloor
+	case ControllerExternal:
+		return colorExternal
 	}
 	return colorUpstream
 }
@@ -534,6 +540,11 @@ func (a *analysis) figures() ([]figure, error) {
 		if findGroup(a.groups, cs, ControllerOursDirect) != nil {
 			order = append(order, ControllerOursDirect)
 			cdfCaption = " Where the curves coincide, ours shows inside upstream's wider line and ours-direct inside ours's."
+		}
+		// The external controller runs alone (bench.External), so its
+		// plots are of it alone.
+		if findGroup(a.groups, cs, ControllerExternal) != nil {
+			order = append(order, ControllerExternal)
 		}
 		var gs []*Group
 		for _, c := range order {

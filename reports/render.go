@@ -48,12 +48,15 @@ type analysis struct {
 	floor Comparison
 	// direct compares ours-direct with ours; no rows when it never ran.
 	direct Comparison
-	gate   *GateResult
+	// external shows the external controller (beside ours, if the report
+	// has both); no rows when it never ran.
+	external Comparison
+	gate     *GateResult
 }
 
 func analyze(r *Report, b *Baseline, opt Options) *analysis {
 	a := &analysis{r: r, groups: Groups(r), findings: CheckInvariants(r), comparison: CompareControllers(r, opt),
-		floor: CompareFloor(r, opt), direct: CompareDirect(r, opt)}
+		floor: CompareFloor(r, opt), direct: CompareDirect(r, opt), external: CompareExternal(r, opt)}
 	if b != nil {
 		g := GateWith(r, b, opt)
 		a.gate = &g
@@ -111,6 +114,10 @@ func (a *analysis) paramsTable() table {
 		add("step timeout", fmtNum(r.Params.StepTimeoutSeconds)+" s")
 	}
 	for _, c := range r.Params.Controllers {
+		if c.Name == ControllerExternal {
+			add("controller "+c.Name, ExternalParams)
+			continue
+		}
 		v := fmt.Sprintf("qps %g, burst %d, workers %d", c.QPS, c.Burst, c.Workers)
 		if c.BurstReplicas > 0 {
 			v += fmt.Sprintf(", burstReplicas %d", c.BurstReplicas)
@@ -365,6 +372,9 @@ func (a *analysis) markdown() string {
 	if len(a.direct.Rows) > 0 {
 		b.WriteString(a.direct.Markdown())
 	}
+	if len(a.external.Rows) > 0 {
+		b.WriteString(a.external.Markdown())
+	}
 	if t, ok := a.nodeLatencyTable(); ok {
 		b.WriteString("## Per-node latencies\n\n")
 		b.WriteString(nodeLatencyNote + "\n")
@@ -414,18 +424,23 @@ func Summary(r *Report) string {
 	}
 	for _, cs := range cases(a.groups) {
 		up, ours := findGroup(a.groups, cs, ControllerUpstream), findGroup(a.groups, cs, ControllerOurs)
-		// ours-direct, where it ran, against ours in columns of its own.
+		// ours-direct, where it ran, against ours in columns of its own;
+		// the external controller, which runs alone, in one of its own.
 		direct := findGroup(a.groups, cs, ControllerOursDirect)
+		external := findGroup(a.groups, cs, ControllerExternal)
 		fmt.Fprintf(&b, "\n%s\n", cs)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "\tupstream\tours\tours/upstream\tp\tΔ\t")
 		if direct != nil {
 			fmt.Fprintf(tw, "ours-direct\tours-direct/ours\tp\tΔ\t")
 		}
+		if external != nil {
+			fmt.Fprintf(tw, "external\t")
+		}
 		fmt.Fprintln(tw)
 		for _, m := range summaryMetrics {
-			av, bv, dv := seriesValues(up, m.Key), seriesValues(ours, m.Key), seriesValues(direct, m.Key)
-			if len(av) == 0 && len(bv) == 0 && len(dv) == 0 {
+			av, bv, dv, ev := seriesValues(up, m.Key), seriesValues(ours, m.Key), seriesValues(direct, m.Key), seriesValues(external, m.Key)
+			if len(av) == 0 && len(bv) == 0 && len(dv) == 0 && len(ev) == 0 {
 				continue
 			}
 			label := m.Label
@@ -437,6 +452,9 @@ func Summary(r *Report) string {
 			if direct != nil {
 				d := summaryComparison(bv, dv)
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", fmtValue(m, d.B.Median), fmtRatio(d.Ratio), fmtP(d), d.Verdict())
+			}
+			if external != nil {
+				fmt.Fprintf(tw, "%s\t", fmtValue(m, Median(ev)))
 			}
 			fmt.Fprintln(tw)
 		}

@@ -19,6 +19,8 @@ func controllerGlyph(c string) draw.GlyphDrawer {
 		return draw.CrossGlyph{}
 	case ControllerFloor:
 		return draw.SquareGlyph{}
+	case ControllerExternal:
+		return draw.PlusGlyph{}
 	}
 	return draw.TriangleGlyph{}
 }

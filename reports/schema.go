@@ -22,6 +22,11 @@ const (
 	// ControllerFloor is the harness doing the controller's work itself: a
 	// lower bound for the cluster, not a competitor (see README.md).
 	ControllerFloor = "floor"
+	// ControllerExternal is a DaemonSet controller that was already running
+	// against the cluster (--kubeconfig), which the harness did not start:
+	// its invariants and times are measured, its CPU, memory and API
+	// requests are not (zero and absent).
+	ControllerExternal = "external"
 )
 
 // Run outcomes.
@@ -115,7 +120,7 @@ type KwokParams struct {
 
 // ControllerParams are the settings one controller under test ran with.
 type ControllerParams struct {
-	Name    string  `json:"name"` // ControllerOurs, ControllerOursDirect, ControllerUpstream or ControllerFloor
+	Name    string  `json:"name"` // ControllerOurs, ControllerOursDirect, ControllerUpstream, ControllerFloor or ControllerExternal
 	Binary  string  `json:"binary,omitempty"`
 	QPS     float64 `json:"qps"`
 	Burst   int     `json:"burst"`
@@ -457,9 +462,9 @@ func Validate(r *Report) error {
 			bad("empty scenario")
 		}
 		switch run.Controller {
-		case ControllerOurs, ControllerOursDirect, ControllerUpstream, ControllerFloor:
+		case ControllerOurs, ControllerOursDirect, ControllerUpstream, ControllerFloor, ControllerExternal:
 		default:
-			bad("controller %q is none of %q, %q, %q and %q", run.Controller, ControllerOurs, ControllerOursDirect, ControllerUpstream, ControllerFloor)
+			bad("controller %q is none of %q, %q, %q, %q and %q", run.Controller, ControllerOurs, ControllerOursDirect, ControllerUpstream, ControllerFloor, ControllerExternal)
 		}
 		if run.Repetition < 0 {
 			bad("negative repetition %d", run.Repetition)
