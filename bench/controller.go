@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,21 +41,55 @@ const (
 	// allows (floorctl.go). It measures what the cluster could do, not a
 	// controller: it writes no status and no ControllerRevisions.
 	Floor Controller = "floor"
+	// External is a DaemonSet controller already running against the
+	// cluster (the Deployment of deploy/, or the cluster's built-in one):
+	// the harness starts nothing, plays the steps and judges what it
+	// sees. Its CPU, memory and API requests are not measured, and
+	// scenarios that act on its process or the API server are refused
+	// (externalUnsupported). It runs alone, and only on a cluster the
+	// harness does not own (see checkExternal).
+	External Controller = "external"
 )
 
 // ParseController checks a --controller value.
 func ParseController(s string) (Controller, error) {
 	switch Controller(s) {
-	case Ours, OursDirect, Upstream, Floor:
+	case Ours, OursDirect, Upstream, Floor, External:
 		return Controller(s), nil
 	}
-	return "", fmt.Errorf("controller %q: want ours, ours-direct, upstream or floor", s)
+	return "", fmt.Errorf("controller %q: want ours, ours-direct, upstream, floor or external", s)
+}
+
+// Why the external controller runs alone, and only against a cluster the
+// harness does not own; the CLI names its flags around them.
+const (
+	ExternalAloneReason   = "the cluster's controller and one the harness starts would fight over the same DaemonSets"
+	ExternalClusterReason = "on a cluster the harness brings up itself the built-in DaemonSet controller is off, so nothing would converge"
+)
+
+// checkExternal refuses the external controller beside others, or on a
+// cluster the harness owns.
+func checkExternal(which []Controller, ownsCluster bool) error {
+	if !slices.Contains(which, External) {
+		return nil
+	}
+	if len(which) > 1 {
+		return fmt.Errorf("controllers %v: %s runs alone: %s", which, External, ExternalAloneReason)
+	}
+	if ownsCluster {
+		return fmt.Errorf("controller %s needs a cluster the harness does not own (--kubeconfig): %s", External, ExternalClusterReason)
+	}
+	return nil
 }
 
 // IsOurs says whether c runs this project's binary, in either bind mode:
 // what applies to our process (its flags, ExtraArgs such as --sync-delay,
 // its metrics) applies to both.
 func (c Controller) IsOurs() bool { return c == Ours || c == OursDirect }
+
+// Measured says whether the harness runs c itself and so measures what it
+// costs (CPU, memory, API requests): every controller but External.
+func (c Controller) Measured() bool { return c != External }
 
 // bindModeFlag is our binary's flag that OursDirect sets; ExtraArgs must
 // not, since the controller's name is what says how it binds.
@@ -123,8 +158,11 @@ type ProcessUsage struct {
 // Args is the command line the controller gets, with the kubeconfig and the
 // ports (chosen at start) as placeholders, for the report.
 func (c ControllerConfig) Args() []string {
-	if c.Which == Floor {
+	switch c.Which {
+	case Floor:
 		return c.Floor.Args()
+	case External:
+		return nil // the harness does not know how it was started
 	}
 	c.Kubeconfig = "KUBECONFIG"
 	args := c.args(0, 0)

@@ -19,6 +19,7 @@ func TestParseController(t *testing.T) {
 		{in: "ours-direct", want: OursDirect},
 		{in: "upstream", want: Upstream},
 		{in: "floor", want: Floor},
+		{in: "external", want: External},
 		{in: "direct", wantErr: true},
 		{in: "ours_direct", wantErr: true},
 		{in: "Ours", wantErr: true},
@@ -30,7 +31,7 @@ func TestParseController(t *testing.T) {
 			got, err := ParseController(tt.in)
 			if tt.wantErr {
 				// The message lists every controller there is.
-				if err == nil || !strings.Contains(err.Error(), "want ours, ours-direct, upstream or floor") {
+				if err == nil || !strings.Contains(err.Error(), "want ours, ours-direct, upstream, floor or external") {
 					t.Fatalf("ParseController(%q) = %q, %v; want an error listing the controllers", tt.in, got, err)
 				}
 				return
@@ -43,10 +44,45 @@ func TestParseController(t *testing.T) {
 }
 
 func TestIsOurs(t *testing.T) {
-	for c, want := range map[Controller]bool{Ours: true, OursDirect: true, Upstream: false, Floor: false} {
+	for c, want := range map[Controller]bool{Ours: true, OursDirect: true, Upstream: false, Floor: false, External: false} {
 		if c.IsOurs() != want {
 			t.Errorf("%s.IsOurs() = %v, want %v", c, !want, want)
 		}
+	}
+}
+
+// The harness measures the cost of every controller but the external one,
+// which it did not start.
+func TestMeasured(t *testing.T) {
+	for c, want := range map[Controller]bool{Ours: true, OursDirect: true, Upstream: true, Floor: true, External: false} {
+		if c.Measured() != want {
+			t.Errorf("%s.Measured() = %v, want %v", c, !want, want)
+		}
+	}
+}
+
+// The external controller runs alone, and only on a cluster the harness
+// does not own; the others are not its concern.
+func TestCheckExternal(t *testing.T) {
+	tests := []struct {
+		name  string
+		which []Controller
+		owns  bool
+		want  string // a part of the error; "" for none
+	}{
+		{"alone on someone else's cluster", []Controller{External}, false, ""},
+		{"ours on an owned cluster", []Controller{Ours, Upstream, Floor}, true, ""},
+		{"beside ours", []Controller{External, Ours}, false, ExternalAloneReason},
+		{"after the floor", []Controller{Floor, External}, false, ExternalAloneReason},
+		{"on an owned cluster", []Controller{External}, true, ExternalClusterReason},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkExternal(tt.which, tt.owns)
+			if (tt.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("checkExternal(%v, %v) = %v, want an error with %q", tt.which, tt.owns, err, tt.want)
+			}
+		})
 	}
 }
 
@@ -84,6 +120,10 @@ func TestControllerArgs(t *testing.T) {
 			"--secure-port=PORT",
 			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
 		}},
+	}
+	// The external controller's command line is whatever started it.
+	if got := (ControllerConfig{Which: External, Workers: 7, ExtraArgs: []string{"--sync-delay=1s"}}).Args(); got != nil {
+		t.Errorf("external args %q, want none", got)
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.which), func(t *testing.T) {
@@ -153,6 +193,7 @@ func TestControllerBinary(t *testing.T) {
 		{"upstream", map[Controller]string{Ours: "/ours", Upstream: "/kcm"}, Upstream, "/kcm"},
 		{"upstream does not fall back", map[Controller]string{Ours: "/ours"}, Upstream, ""},
 		{"the floor has none", map[Controller]string{Ours: "/ours"}, Floor, ""},
+		{"the external controller has none", map[Controller]string{Ours: "/ours", Upstream: "/kcm"}, External, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -545,7 +545,9 @@ func judgeFaults(faults []reports.Fault, steps []reports.Step, violations []repo
 type FinishInput struct {
 	// Now ends the run.
 	Now time.Time
-	// APIRequests are the controller's requests by verb, added to the run's.
+	// APIRequests are the controller's requests by verb, added to the run's;
+	// nil when they were not measured (the external controller), which
+	// leaves a run without any nil too.
 	APIRequests map[string]int64
 	// Resources are the controller process's exact usage at exit.
 	Resources reports.Resources
@@ -560,7 +562,7 @@ type FinishInput struct {
 // times), and returns it. The Core is spent afterwards.
 func (c *Core) Finish(run reports.Run, in FinishInput) reports.Run {
 	now := in.Now
-	if run.APIRequests == nil {
+	if run.APIRequests == nil && in.APIRequests != nil {
 		run.APIRequests = map[string]int64{}
 	}
 	for k, v := range in.APIRequests {

@@ -455,3 +455,40 @@ func floorUnsupported(sc *scenarios.Scenario) string {
 	})
 	return why
 }
+
+// externalUnsupported says why the external controller cannot play the
+// scenario, or "": the harness did not start its process, so it can neither
+// kill nor start it (controller steps, killStorm), nor put its latency proxy
+// in front of it (slowAPI), nor count its API requests (a rejectCreates
+// bound on them); and the cluster is not one it owns, so it cannot restart
+// the API server (apiServerRestart). rejectCreates without a bound and
+// conflictingWriters only write through the API, and play as for any
+// controller.
+func externalUnsupported(sc *scenarios.Scenario) string {
+	why := ""
+	sc.Walk(func(st *scenarios.Step) bool {
+		var does string
+		switch {
+		case st.Controller != nil:
+			does = fmt.Sprintf("%ss the controller", st.Controller.Action)
+		case st.Fault == nil:
+		case st.Fault.KillStorm != nil:
+			does = "kills the controller (killStorm)"
+		case st.Fault.SlowAPI != nil:
+			does = "puts the harness's latency proxy in front of the controller (slowAPI)"
+		case st.Fault.RejectCreates != nil && st.Fault.RejectCreates.MaxCallsPerMinute > 0:
+			does = "bounds the controller's API calls (rejectCreates maxCallsPerMinute), which the harness cannot count"
+		case st.Fault.APIServerRestart != nil:
+			does = "restarts the API server of a cluster the harness does not own (apiServerRestart)"
+		}
+		if does != "" {
+			at := stepName(st)
+			if st.Path != "" {
+				at += ", " + st.Path
+			}
+			why = fmt.Sprintf("the harness did not start the external controller, and scenario %s %s (step %s)", sc.Metadata.Name, does, at)
+		}
+		return why == ""
+	})
+	return why
+}

@@ -110,3 +110,53 @@ func TestFloorUnsupported(t *testing.T) {
 		}
 	}
 }
+
+// The external controller refuses, naming the scenario and the step, what
+// needs its process (controller steps, killStorm, slowAPI, a bound on its
+// API calls) or an owned API server (apiServerRestart); what only writes
+// through the API plays.
+func TestExternalUnsupported(t *testing.T) {
+	inline := func(steps ...scenarios.Step) *scenarios.Scenario {
+		return &scenarios.Scenario{Metadata: scenarios.Metadata{Name: "inline"}, Steps: steps}
+	}
+	reject := func(bound float64) scenarios.Step {
+		return scenarios.Step{Path: "steps[0]", Fault: &scenarios.FaultStep{RejectCreates: &scenarios.RejectCreates{MaxCallsPerMinute: bound}}}
+	}
+	for _, tc := range []struct {
+		name string
+		sc   *scenarios.Scenario // nil: the library's scenario of that name
+		want string              // a part of the reason, "" for none
+	}{
+		{name: "bench-rollout"},
+		{name: "rollback-during-rollout"},
+		{name: "many-daemonsets"},
+		{name: "chaos-conflicting-writers"},
+		{name: "controller-restart", want: "scenario controller-restart kills the controller (step controller, steps[4])"},
+		{name: "chaos-kill-storm", want: "scenario chaos-kill-storm kills the controller (killStorm) (step fault, steps[2].parallel[0][0])"},
+		{name: "chaos-slow-api", want: "latency proxy"},
+		{name: "chaos-apiserver-restart", want: "apiServerRestart"},
+		{name: "chaos-reject-creates", want: "maxCallsPerMinute"},
+		{name: "rejectCreates without a bound", sc: inline(reject(0))},
+		{name: "rejectCreates with a bound", sc: inline(reject(600)), want: "(step fault, steps[0])"},
+		{name: "a restart in a parallel branch", want: "restarts the controller (step again, steps[0].parallel[1][0])", sc: inline(scenarios.Step{Path: "steps[0]",
+			Parallel: [][]scenarios.Step{{{Pause: &scenarios.Duration{}}}, {{Name: "again", Path: "steps[0].parallel[1][0]",
+				Controller: &scenarios.ControllerStep{Action: scenarios.ControllerRestart}}}}})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := tc.sc
+			if sc == nil {
+				var err error
+				if sc, _, err = scenarios.LoadLibrary(tc.name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := externalUnsupported(sc)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("externalUnsupported = %q, want one with %q", got, tc.want)
+			}
+			if got != "" && !strings.Contains(got, "scenario "+sc.Metadata.Name) {
+				t.Errorf("externalUnsupported = %q: want the scenario named", got)
+			}
+		})
+	}
+}

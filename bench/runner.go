@@ -167,7 +167,8 @@ func NewRunner(conf Config) (*Runner, error) {
 	return &Runner{conf: conf, client: client, clock: conf.Clock}, nil
 }
 
-// Binary is the binary the runner starts for a controller ("" for the floor).
+// Binary is the binary the runner starts for a controller ("" for the
+// floor and the external controller).
 func (r *Runner) Binary(which Controller) string { return which.binary(r.conf.Binaries) }
 
 // WithFloor returns a runner that shares r's cluster and client and paces
@@ -183,7 +184,10 @@ func (r *Runner) WithFloor(conf FloorConfig) *Runner {
 // recorded in the run's Outcome and Error, with everything measured so far.
 // Every process it starts is stopped before it returns.
 func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario, which Controller, rep int) reports.Run {
-	run := reports.Run{Scenario: sc.Metadata.Name, Controller: string(which), Repetition: rep, Start: r.clock.Now(), APIRequests: map[string]int64{}}
+	run := reports.Run{Scenario: sc.Metadata.Name, Controller: string(which), Repetition: rep, Start: r.clock.Now()}
+	if which.Measured() {
+		run.APIRequests = map[string]int64{}
+	}
 	if r.conf.Nodes > 0 {
 		scaled, err := scenarios.Scale(sc, r.conf.Nodes)
 		if err != nil {
@@ -192,9 +196,17 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario, which Controll
 		sc = scaled
 	}
 	run.Nodes = sc.DefaultNodes()
-	if which == Floor {
+	switch which {
+	case Floor:
 		run.ControllerArgs = r.conf.Controller.Floor.Args()
 		if why := floorUnsupported(sc); why != "" {
+			return failed(run, r.clock, errors.New(why))
+		}
+	case External:
+		if err := checkExternal([]Controller{which}, r.conf.OwnsCluster); err != nil {
+			return failed(run, r.clock, err)
+		}
+		if why := externalUnsupported(sc); why != "" {
 			return failed(run, r.clock, errors.New(why))
 		}
 	}
@@ -220,6 +232,7 @@ func failed(run reports.Run, clk clock.PassiveClock, err error) reports.Run {
 
 // controllerUnderTest is what the steps do to the controller: a process
 // (ours, ours-direct, upstream) or the floor in the harness's own process.
+// The external controller is none: the harness has nothing of it to hold.
 type controllerUnderTest interface {
 	Kill()
 	Restart(ctx context.Context) error
@@ -767,6 +780,10 @@ func (s *runState) startController(ctx context.Context) error {
 	}
 	if s.r.conf.LogDir != "" {
 		conf.LogPath = filepath.Join(s.r.conf.LogDir, fmt.Sprintf("%s-%s-%d.log", s.sc.Metadata.Name, s.which, s.run.Repetition))
+	}
+	if s.which == External {
+		s.progress("starting nothing: the external controller runs already")
+		return nil
 	}
 	if s.which == Floor {
 		s.progress("starting the floor")

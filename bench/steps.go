@@ -647,6 +647,10 @@ func (s *runState) controllerAction(ctx context.Context, c *scenarios.Controller
 		s.do(func() { s.core.ControllerStarted(s.r.clock.Now()) })
 		return err
 	}
+	if s.ctrl == nil {
+		// The external controller, whose scenarios Run refuses first.
+		return fmt.Errorf("controller action %q: the harness did not start the %s controller", c.Action, s.which)
+	}
 	switch c.Action {
 	case scenarios.ControllerKill:
 		stopped()
@@ -694,7 +698,10 @@ func (s *runState) waitConverged(ctx context.Context, w *scenarios.WaitStep, nam
 
 // collect turns the oracle's findings and the process's cost into the run.
 func (s *runState) collect(ctx context.Context) {
-	in := FinishInput{Now: s.r.clock.Now(), APIRequests: map[string]int64{}}
+	in := FinishInput{Now: s.r.clock.Now()}
+	if s.which.Measured() {
+		in.APIRequests = map[string]int64{}
+	}
 	if s.ctrl != nil {
 		if byVerb, err := s.ctrl.APIRequests(context.WithoutCancel(ctx)); err == nil {
 			for k, v := range byVerb {

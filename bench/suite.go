@@ -44,8 +44,9 @@ type SuiteConfig struct {
 	// Controller is the template of ours (in either bind mode) and
 	// upstream: workers, client QPS and burst, extra arguments.
 	Controller ControllerConfig
-	// Binaries maps each controller to its binary (none for the floor;
-	// ours-direct runs ours's unless it has its own).
+	// Binaries maps each controller to its binary (none for the floor or
+	// the external controller; ours-direct runs ours's unless it has its
+	// own).
 	Binaries map[Controller]string
 	// FloorInFlight are the floor's pacings to try, each on one repetition
 	// in turn, then the fastest (see floorPacer); FloorQPS caps its calls
@@ -70,7 +71,8 @@ type SuiteConfig struct {
 	OutBase string
 	OutDir  string
 	// Baseline is the regression gate's baseline file ("": no gate, only the
-	// invariants; a file that does not exist is no gate either).
+	// invariants; a file that does not exist is no gate either). It is
+	// ignored when the external controller runs (see Gated).
 	Baseline string
 	// JournalDir, when set, receives each run's journal (see Config).
 	JournalDir string
@@ -98,6 +100,12 @@ type SuiteResult struct {
 func RunSuite(ctx context.Context, conf SuiteConfig) (*SuiteResult, error) {
 	if slices.Contains(conf.Controllers, Floor) && len(conf.FloorInFlight) == 0 {
 		return nil, errors.New("suite: the floor has no pacing to try")
+	}
+	if err := checkExternal(conf.Controllers, conf.OwnsCluster); err != nil {
+		return nil, fmt.Errorf("suite: %w", err)
+	}
+	if !Gated(conf.Controllers) {
+		conf.Baseline = "" // no baseline holds the external controller
 	}
 	if conf.Clock == nil {
 		conf.Clock = clock.RealClock{}
@@ -172,29 +180,40 @@ func RunSuite(ctx context.Context, conf SuiteConfig) (*SuiteResult, error) {
 
 // Verdict is how a suite ends.
 type Verdict struct {
-	// Gate is the regression gate's result; nil without a baseline.
+	// Gate is the regression gate's result; nil without a baseline, or
+	// with the external controller.
 	Gate *reports.GateResult
-	// Pass: the gate passed or, without a baseline, the invariants hold for
-	// our controller.
+	// Pass: the gate passed or, without it, the invariants hold for our
+	// controller and the external one.
 	Pass bool
-	// Findings are, without a baseline, the first five invariant findings
-	// of our controller, as "scenario#repetition check: detail".
+	// Findings are, without the gate, the first five invariant findings of
+	// our controller or the external one, as "scenario#repetition check:
+	// detail".
 	Findings []string
 }
 
-// Judge gates r against the baseline b, or, when b is nil, checks the
-// invariants of our controller alone. Ours means ours with its default
-// binding, as in the gate: ours-direct, like upstream and the floor, is
-// measured and reported, but does not decide the verdict.
+// Gated says whether the regression gate can judge a suite of these
+// controllers: not when the external controller runs, since the baseline
+// holds ours and upstream, which an external run never matches.
+func Gated(which []Controller) bool { return !slices.Contains(which, External) }
+
+// Judge gates r against the baseline b, or, when b is nil or r holds runs
+// of the external controller (which no baseline holds), checks the
+// invariants of the controller under test alone: ours with its default
+// binding, as in the gate, or the external controller. ours-direct, like
+// upstream and the floor, is measured and reported, but does not decide the
+// verdict.
 func Judge(r *reports.Report, b *reports.Baseline) Verdict {
-	if b != nil {
+	external := slices.ContainsFunc(r.Runs, func(run reports.Run) bool { return run.Controller == reports.ControllerExternal })
+	if b != nil && !external {
 		gate := reports.Gate(r, b)
 		return Verdict{Gate: &gate, Pass: gate.Pass}
 	}
+	judged := []string{reports.ControllerOurs, reports.ControllerExternal}
 	findings := reports.CheckInvariants(r)
-	v := Verdict{Pass: reports.Holds(findings, reports.ControllerOurs)}
+	v := Verdict{Pass: reports.Holds(findings, reports.ControllerOurs) && reports.Holds(findings, reports.ControllerExternal)}
 	for _, fd := range findings {
-		if fd.Controller == reports.ControllerOurs && len(v.Findings) < 5 {
+		if slices.Contains(judged, fd.Controller) && len(v.Findings) < 5 {
 			v.Findings = append(v.Findings, fmt.Sprintf("%s#%d %s: %s", fd.Scenario, fd.Repetition, fd.Check, fd.Detail))
 		}
 	}
@@ -320,6 +339,11 @@ func suiteReport(conf SuiteConfig, now time.Time) *reports.Report {
 	}
 	r.Params.Interleaved = conf.Interleave && len(conf.Controllers) > 1
 	for _, w := range conf.Controllers {
+		if w == External {
+			// Its binary and settings are whatever started it.
+			r.Params.Controllers = append(r.Params.Controllers, reports.ControllerParams{Name: string(w)})
+			continue
+		}
 		cp := reports.ControllerParams{Name: string(w), QPS: conf.Controller.QPS, Burst: conf.Controller.Burst, Workers: conf.Controller.Workers}
 		c := conf.Controller
 		c.Which = w

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -160,7 +162,8 @@ func TestSuiteReportControllers(t *testing.T) {
 
 // Without a baseline the suite passes when the invariants hold for our
 // controller, whatever upstream or ours-direct did; with one, the gate
-// decides, and it judges ours alone too.
+// decides, and it judges ours alone too. The external controller is judged
+// as ours is, always without the gate.
 func TestJudge(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	// report has five clean repetitions of each controller given; a name
@@ -198,6 +201,11 @@ func TestJudge(t *testing.T) {
 		{"a baseline: the gate decides", report("ours"), baseline, true, true, 0},
 		{"a baseline: ours' violation fails the gate", report("ours!"), baseline, false, true, 0},
 		{"a baseline: ours-direct's violation does not fail the gate", report("ours", "ours-direct!"), baseline, true, true, 0},
+		{"external clean", report("external"), nil, true, false, 0},
+		{"external's violation fails and is named", report("external!"), nil, false, false, 1},
+		// No baseline holds the external controller: its invariants decide.
+		{"a baseline: external clean, no gate", report("external"), baseline, true, false, 0},
+		{"a baseline: external's violation fails without the gate", report("external!"), baseline, false, false, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,5 +234,50 @@ func TestSuiteReportAPIProxy(t *testing.T) {
 	}
 	if !slices.Equal(got, []bool{false, true}) {
 		t.Errorf("apiProxy per scenario %v, want [false true]", got)
+	}
+}
+
+// The external controller's parameters are its name alone: the harness did
+// not start it, so it knows no binary, settings or command line.
+func TestSuiteReportExternal(t *testing.T) {
+	sc, _, err := scenarios.LoadLibrary("bench-rollout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := SuiteConfig{Scenarios: []*scenarios.Scenario{sc}, Controllers: []Controller{External},
+		Controller: ControllerConfig{Workers: 7, QPS: 50, Burst: 100, ExtraArgs: []string{"--sync-delay=1s"}},
+		Binaries:   map[Controller]string{Ours: "/bin/ours", Upstream: "/bin/kcm"}}
+	r := suiteReport(conf, time.Now())
+	stampProvenance(r)
+	if diff := cmp.Diff([]reports.ControllerParams{{Name: "external"}}, r.Params.Controllers); diff != "" {
+		t.Errorf("controllers (-want +got):\n%s", diff)
+	}
+	if Gated([]Controller{External}) || !Gated([]Controller{Ours, Upstream, Floor}) {
+		t.Error("the gate applies to the external controller, or not to the others")
+	}
+}
+
+// A suite refuses the external controller beside another, or on a cluster
+// the harness owns, before it creates anything.
+func TestRunSuiteRefusesExternal(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		which []Controller
+		owns  bool
+		want  string
+	}{
+		{"beside ours", []Controller{External, Ours}, false, ExternalAloneReason},
+		{"on an owned cluster", []Controller{External}, true, ExternalClusterReason},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			_, err := RunSuite(t.Context(), SuiteConfig{Controllers: tt.which, OwnsCluster: tt.owns, OutDir: out})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("RunSuite: %v, want an error with %q", err, tt.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("RunSuite made %s before refusing", out)
+			}
+		})
 	}
 }
