@@ -181,6 +181,9 @@ func (f *runFlags) validate(fs *pflag.FlagSet, e *flagErrors) {
 			}
 		}
 	}
+	if err == nil && slices.Contains(which, bench.External) {
+		f.validateExternal(fs, e, which)
+	}
 	if f.syncDelay < 0 {
 		e.add("sync-delay", f.syncDelay, "must not be negative")
 	}
@@ -196,6 +199,23 @@ func (f *runFlags) validate(fs *pflag.FlagSet, e *flagErrors) {
 	}
 	if f.baseline != "" {
 		e.baseline("baseline", f.baseline)
+	}
+}
+
+// validateExternal checks a run of the external controller: alone, on a
+// cluster named by --kubeconfig, and without the flags that shape a
+// controller the harness starts.
+func (f *runFlags) validateExternal(fs *pflag.FlagSet, e *flagErrors, which []bench.Controller) {
+	if len(which) > 1 {
+		e.add("controller", f.controllers, "%s runs alone: %s", bench.External, bench.ExternalAloneReason)
+	}
+	if f.cluster.kubeconfig == "" {
+		e.add("controller", f.controllers, "%s needs --kubeconfig, a cluster the harness does not bring up: %s", bench.External, bench.ExternalClusterReason)
+	}
+	for _, flag := range []string{"workers", "kube-api-qps", "kube-api-burst", "controller-binary"} {
+		if fs.Changed(flag) {
+			e.conflict(flag, "controller "+f.controllers, "it shapes a controller the harness starts, and it starts none")
+		}
 	}
 }
 

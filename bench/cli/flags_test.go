@@ -125,6 +125,15 @@ func TestRunFlags(t *testing.T) {
 		{"kubeconfig and port", run("--kubeconfig", fx.file, "--apiserver-port", "6443"), []string{"--apiserver-port with --kubeconfig"}},
 		{"workdir a file", run("--workdir", fx.file), []string{"--workdir", "is a file"}},
 		{"bin-dir a file", run("--bin-dir", fx.file), []string{"--bin-dir", "is a file"}},
+		{"external beside ours", run("--kubeconfig", fx.file, "--controller", "external,ours"),
+			[]string{`--controller "external,ours"`, "external runs alone", "fight over the same DaemonSets"}},
+		{"external beside the floor", run("--kubeconfig", fx.file, "--controller", "floor,external"), []string{`--controller "floor,external"`, "runs alone"}},
+		{"external without kubeconfig", run("--controller", "external"),
+			[]string{`--controller "external"`, "needs --kubeconfig", "built-in DaemonSet controller is off"}},
+		{"external with workers", run("--kubeconfig", fx.file, "--controller", "external", "--workers", "3"), []string{"--workers with --controller external", "starts none"}},
+		{"external with qps", run("--kubeconfig", fx.file, "--controller", "external", "--kube-api-qps", "50"), []string{"--kube-api-qps with --controller external"}},
+		{"external with our binary", run("--kubeconfig", fx.file, "--controller", "external", "--controller-binary", fx.file), []string{"--controller-binary with --controller external"}},
+		{"external with sync delay", run("--kubeconfig", fx.file, "--controller", "external", "--sync-delay", "1s"), []string{"--sync-delay with --controller external"}},
 		{"no scenario", args("run"), []string{"want scenario files"}},
 		{"every problem at once", run("--nodes", "-1", "--workers", "0", "--timeout", "0"), []string{"--nodes -1", "--workers 0", "--timeout 0s"}},
 	})
@@ -144,6 +153,8 @@ func TestBenchFlags(t *testing.T) {
 		{"tolerance below 1", bench("--write-baseline", filepath.Join(fx.dir, "b.json"), "--tolerance", "0.5"), []string{"--tolerance 0.5"}},
 		{"tolerance without a new baseline", bench("--tolerance", "1.5"), []string{"--tolerance 1.5", "--write-baseline"}},
 		{"write-baseline and baseline", bench("--write-baseline", filepath.Join(fx.dir, "b.json")), []string{"--write-baseline with --baseline"}},
+		{"write-baseline of external", args("bench", "--kubeconfig", fx.file, "--controller", "external", "--write-baseline", filepath.Join(fx.dir, "b.json")),
+			[]string{"--write-baseline with --controller external", "baseline holds ours and upstream"}},
 		{"write-baseline a folder", args("bench", "--write-baseline", fx.dir), []string{"--write-baseline", "is a folder"}},
 		{"write-baseline nowhere", args("bench", "--write-baseline", filepath.Join(fx.missing, "b.json")), []string{"--write-baseline", "does not exist"}},
 		{"empty scenario name", bench("--scenarios", "bench-rollout,,node-churn"), []string{`--scenarios "bench-rollout,,node-churn"`}},
@@ -317,6 +328,7 @@ func TestControllerList(t *testing.T) {
 		{in: "both", want: []bench.Controller{bench.Ours, bench.Upstream}},
 		{in: "ours-direct", want: []bench.Controller{bench.OursDirect}},
 		{in: "ours, ours-direct,upstream,floor", want: []bench.Controller{bench.Ours, bench.OursDirect, bench.Upstream, bench.Floor}},
+		{in: "external", want: []bench.Controller{bench.External}},
 		{in: "ours,direct", wantErr: "ours-direct"},
 	}
 	for _, tt := range tests {
@@ -360,6 +372,43 @@ func TestSyncDelayNeedsOurBinary(t *testing.T) {
 			got := strings.Contains(fmt.Sprint(e), "--sync-delay with --controller")
 			if got != tt.conflict {
 				t.Errorf("--controller %s --sync-delay 1s: conflict %v, want %v (errors %v)", tt.controllers, got, tt.conflict, e)
+			}
+		})
+	}
+}
+
+// The external controller is accepted alone with --kubeconfig, by every
+// command that plays scenarios, and refused otherwise with the flag named.
+func TestExternalFlags(t *testing.T) {
+	fx := newFlagFixtures(t)
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string // a part of the flag errors; "" for none
+	}{
+		{"alone with kubeconfig", args("--controller", "external", "--kubeconfig", fx.file), ""},
+		{"with the flags that shape nothing the harness starts", args("--controller", "external", "--kubeconfig", fx.file, "--repetitions", "3", "--nodes", "500"), ""},
+		{"alone without kubeconfig", args("--controller", "external"), `--controller "external": external needs --kubeconfig`},
+		{"beside ours", args("--controller", "ours,external", "--kubeconfig", fx.file), `--controller "ours,external": external runs alone`},
+		{"twice", args("--controller", "external,external", "--kubeconfig", fx.file), "listed twice"},
+		{"floor pacing", args("--controller", "external", "--kubeconfig", fx.file, "--floor-inflight", "8"), "--floor-inflight with --controller external"},
+		{"workers", args("--controller", "external", "--kubeconfig", fx.file, "--workers", "2"), "--workers with --controller external"},
+		{"burst", args("--controller", "external", "--kubeconfig", fx.file, "--kube-api-burst", "2"), "--kube-api-burst with --controller external"},
+		{"ours without kubeconfig is as before", args("--controller", "ours,upstream"), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := isolatedEnv(t)
+			fs := newFlagSet("run", "", env)
+			var f runFlags
+			f.register(fs, env, "ours", "")
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			var e flagErrors
+			f.validate(fs, &e)
+			got := fmt.Sprint(e)
+			if tt.want == "" && len(e) > 0 || tt.want != "" && !strings.Contains(got, tt.want) {
+				t.Errorf("flag errors %v, want one with %q", e, tt.want)
 			}
 		})
 	}

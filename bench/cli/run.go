@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,7 +58,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, env Env, defaultControllers, defa
 func (f *runFlags) registerPlay(fs *pflag.FlagSet, env Env, defaultControllers string) {
 	f.cluster.register(fs, env)
 	fs.StringVar(&f.cluster.kubeconfig, "kubeconfig", "", "run against this cluster instead of a local KWOK cluster (nodes are not reset, stages not changed)")
-	fs.StringVar(&f.controllers, "controller", defaultControllers, "controllers to measure, interleaved: ours, ours-direct (ours with --bind-mode=direct), upstream, floor (the cluster's own limit, see README), a comma list, or both (ours,upstream)")
+	fs.StringVar(&f.controllers, "controller", defaultControllers, "controllers to measure, interleaved: ours, ours-direct (ours with --bind-mode=direct), upstream, floor (the cluster's own limit, see README), a comma list, or both (ours,upstream); or external alone, with --kubeconfig: the controller already running on that cluster, which the harness does not start")
 	fs.IntSliceVar(&f.floorInFlight, "floor-inflight", []int{bench.DefaultFloorInFlight}, "the floor's API calls in flight: each value is tried on one repetition in turn, then the fastest is kept (e.g. 8,32,128)")
 	fs.Float64Var(&f.floorQPS, "floor-qps", 0, "cap the floor's API calls per second (0: no cap)")
 	fs.IntVar(&f.reps, "repetitions", 0, "repetitions per scenario and controller (0: the scenario's own)")
@@ -194,6 +195,10 @@ func runRun(ctx context.Context, env Env, args []string) error {
 // and turns its verdict into the exit code. The flags are valid (see
 // runFlags.validate).
 func play(ctx context.Context, env Env, cmd string, f *runFlags, names []string, adjust func(*scenarios.Scenario)) error {
+	if which, err := f.controllerList(); err == nil && !bench.Gated(which) && f.baseline != "" {
+		fmt.Fprintf(env.Stdout, "the regression gate is not applied: %s holds ours and upstream, not the external controller; its invariants decide\n", f.baseline)
+		f.baseline = ""
+	}
 	st, done, err := openStage(ctx, env, cmd, f, names, "nodes", []int{f.nodes}, adjust)
 	if err != nil {
 		return err
@@ -213,7 +218,16 @@ func play(ctx context.Context, env Env, cmd string, f *runFlags, names []string,
 	if v.Gate != nil {
 		return fmt.Errorf("the regression gate failed: see %s", filepath.Join(res.Dir, reports.MarkdownFile))
 	}
-	return fmt.Errorf("invariants do not hold for our controller (%s): see %s", strings.Join(v.Findings, "; "), filepath.Join(res.Dir, reports.MarkdownFile))
+	return fmt.Errorf("invariants do not hold for %s (%s): see %s", judgedName(st.which), strings.Join(v.Findings, "; "), filepath.Join(res.Dir, reports.MarkdownFile))
+}
+
+// judgedName names the controller whose invariants decide the verdict
+// (bench.Judge).
+func judgedName(which []bench.Controller) string {
+	if slices.Contains(which, bench.External) {
+		return "the external controller"
+	}
+	return "our controller"
 }
 
 // stage is what the commands that play scenarios set up once, however many
@@ -259,14 +273,19 @@ func openStage(ctx context.Context, env Env, cmd string, f *runFlags, names []st
 			}
 		}
 	}
-	cache := kwok.CacheDir()
-	bins := kwok.Binaries{Dir: f.cluster.binDir}
-	ours := f.ctrlBinary
-	if ours == "" {
-		ours = filepath.Join(cache, "daemonset-controller")
-	}
-	if _, err := os.Stat(ours); err != nil {
-		return nil, done, fmt.Errorf("our controller binary %s: %w (run `make build`)", ours, err)
+	// The external controller runs alone and needs no binary.
+	binaries := map[bench.Controller]string{}
+	if !slices.Contains(which, bench.External) {
+		cache := kwok.CacheDir()
+		bins := kwok.Binaries{Dir: f.cluster.binDir}
+		ours := f.ctrlBinary
+		if ours == "" {
+			ours = filepath.Join(cache, "daemonset-controller")
+		}
+		if _, err := os.Stat(ours); err != nil {
+			return nil, done, fmt.Errorf("our controller binary %s: %w (run `make build`)", ours, err)
+		}
+		binaries[bench.Ours], binaries[bench.Upstream] = ours, bins.Path(kwok.BinKubeControllerManager)
 	}
 
 	kubeconfig, cfg, cluster, down, err := openCluster(ctx, env, f)
@@ -278,7 +297,7 @@ func openStage(ctx context.Context, env Env, cmd string, f *runFlags, names []st
 		interactive = term.IsTerminal(int(file.Fd()))
 	}
 	return &stage{env: env, f: f, which: which, scs: scs,
-		binaries:   map[bench.Controller]string{bench.Ours: ours, bench.Upstream: bins.Path(kwok.BinKubeControllerManager)},
+		binaries:   binaries,
 		kubeconfig: kubeconfig, cfg: cfg, cluster: cluster, interactive: interactive}, down, nil
 }
 

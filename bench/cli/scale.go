@@ -123,7 +123,7 @@ func scale(ctx context.Context, env Env, f *runFlags, sizes []int, names []strin
 		return sweepErr
 	}
 	if len(broken) > 0 {
-		return fmt.Errorf("invariants do not hold for our controller at %s: see each count's %s", strings.Join(broken, ", "), reports.MarkdownFile)
+		return fmt.Errorf("invariants do not hold for %s at %s: see each count's %s", judgedName(st.which), strings.Join(broken, ", "), reports.MarkdownFile)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/dsbench/dsbench/bench"
 	"github.com/dsbench/dsbench/reports"
 )
 
@@ -82,6 +83,9 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	if writeBaseline != "" {
 		if fs.Changed("baseline") && f.baseline != "" {
 			bad.conflict("write-baseline", "baseline", "the old baseline does not gate its own replacement")
+		}
+		if which, err := f.controllerList(); err == nil && !bench.Gated(which) {
+			bad.conflict("write-baseline", "controller "+f.controllers, "a baseline holds ours and upstream, and the external controller is neither")
 		}
 		f.baseline = ""
 		bad.outputFile("write-baseline", writeBaseline)
