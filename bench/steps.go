@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/dsbench/dsbench/bench/oracle"
 	"github.com/dsbench/dsbench/kwok"
@@ -465,7 +466,7 @@ func (s *runState) create(ctx context.Context, st *scenarios.Step) (visibility, 
 	err := s.paced(ctx, st, len(targets), func(ctx context.Context, i int) error {
 		ds := targets[i].DeepCopy()
 		ds.ResourceVersion = ""
-		created, err := s.r.client.AppsV1().DaemonSets(ds.Namespace).Create(ctx, ds, metav1.CreateOptions{})
+		created, err := createDaemonSet(ctx, s.r.client, ds, deletingWait, deletingPoll)
 		if err != nil {
 			return fmt.Errorf("creating DaemonSet %s: %w", scenarios.Ref(ds), err)
 		}
@@ -477,6 +478,46 @@ func (s *runState) create(ctx context.Context, st *scenarios.Step) (visibility, 
 		return nil
 	})
 	return vis, err
+}
+
+// deletingWait bounds how long a create waits for a DaemonSet of the same
+// name that is still being deleted (the garbage collector orphaning or
+// deleting its pods first: about a second per 1000 pods here), and
+// deletingPoll is how often it looks.
+const (
+	deletingWait = 3 * time.Minute
+	deletingPoll = 250 * time.Millisecond
+)
+
+// createDaemonSet creates ds. When a DaemonSet of that name still exists
+// but is being deleted (a delete with cascade orphan or foreground waits for
+// the garbage collector), it waits for it to go, at most patience, and
+// creates then: the scenario asked for a new DaemonSet after the old one.
+func createDaemonSet(ctx context.Context, client kubernetes.Interface, ds *appsv1.DaemonSet, patience, poll time.Duration) (*appsv1.DaemonSet, error) {
+	dsc := client.AppsV1().DaemonSets(ds.Namespace)
+	deadline := time.Now().Add(patience)
+	for {
+		created, err := dsc.Create(ctx, ds, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			return created, err
+		}
+		old, getErr := dsc.Get(ctx, ds.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(getErr):
+			continue // gone in between
+		case getErr != nil:
+			return nil, err
+		case old.DeletionTimestamp == nil:
+			return nil, err // a live DaemonSet of that name: the scenario's mistake
+		case !time.Now().Before(deadline):
+			return nil, fmt.Errorf("the DaemonSet of that name was still being deleted after %v (finalizers %v): %w", patience, old.Finalizers, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
 }
 
 func (s *runState) deleteDS(ctx context.Context, st *scenarios.Step) (visibility, error) {

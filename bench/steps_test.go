@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
@@ -144,4 +147,50 @@ func TestJoiningNodesAreNoCandidatesUntilCreated(t *testing.T) {
 	if got := s.candidates(&scenarios.NodeTarget{Pool: "workers"}); len(got) != 3 {
 		t.Errorf("candidates after the join = %q, want 3 nodes", got)
 	}
+}
+
+// A DaemonSet created while one of its name is still being deleted (cascade
+// orphan waits for the garbage collector) is created once the old one is
+// gone; a live one of that name, or one that never goes, is an error.
+func TestCreateDaemonSetWaitsForOneBeingDeleted(t *testing.T) {
+	newDS := func(deleting bool) *appsv1.DaemonSet {
+		ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns"}}
+		if deleting {
+			ds.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			ds.Finalizers = []string{metav1.FinalizerOrphanDependents}
+		}
+		return ds
+	}
+	t.Run("waits for it to go", func(t *testing.T) {
+		client := fake.NewClientset(newDS(true))
+		gets := 0
+		client.PrependReactor("get", "daemonsets", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if gets++; gets == 3 { // the garbage collector finishes
+				if err := client.Tracker().Delete(appsv1.SchemeGroupVersion.WithResource("daemonsets"), "ns", "agent"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return false, nil, nil
+		})
+		created, err := createDaemonSet(t.Context(), client, newDS(false), time.Minute, time.Millisecond)
+		if err != nil || created.DeletionTimestamp != nil {
+			t.Fatalf("createDaemonSet = %v, %v; want the new DaemonSet", created, err)
+		}
+		if gets < 3 {
+			t.Errorf("created after %d looks, before the old one was gone", gets)
+		}
+	})
+	t.Run("a live one is an error", func(t *testing.T) {
+		client := fake.NewClientset(newDS(false))
+		if _, err := createDaemonSet(t.Context(), client, newDS(false), time.Minute, time.Millisecond); !apierrors.IsAlreadyExists(err) {
+			t.Errorf("err = %v, want AlreadyExists", err)
+		}
+	})
+	t.Run("one that never goes", func(t *testing.T) {
+		client := fake.NewClientset(newDS(true))
+		_, err := createDaemonSet(t.Context(), client, newDS(false), 20*time.Millisecond, time.Millisecond)
+		if err == nil || !strings.Contains(err.Error(), "still being deleted after 20ms (finalizers [orphan])") {
+			t.Errorf("err = %v, want a bounded wait that names the finalizers", err)
+		}
+	})
 }
