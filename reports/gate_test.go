@@ -455,3 +455,27 @@ func TestWatchGapDuringAFaultIsMarkedNotExcused(t *testing.T) {
 		})
 	}
 }
+
+// Runs in which kwok stalled pods leave the statistics. A controller whose
+// every run stalls is then compared on nothing, and the gate fails: leaving
+// them out can hide no regression. One clean run less only narrows the test.
+func TestGateStalledRunsCompareNothing(t *testing.T) {
+	base := []float64{10.0, 10.4, 9.8, 10.1, 10.6, 9.9, 10.2, 10.3}
+	baseline := NewBaseline(newReport(base, nil), DefaultTolerance)
+	stall := []SimulatorStall{{Pod: "s/p", Node: "n1", Seconds: 25, Nudged: true}}
+
+	all := newReport(scaled(base, 3), nil) // three times slower, every run stalled
+	for i := range all.Runs {
+		all.Runs[i].SimulatorStalls = stall
+	}
+	g := Gate(all, baseline)
+	if g.Pass || !slices.ContainsFunc(g.Failures, func(f string) bool { return strings.Contains(f, "the gate compared nothing") }) {
+		t.Errorf("every run stalled: pass=%v failures=%q, want a failing gate that compared nothing", g.Pass, g.Failures)
+	}
+
+	some := newReport(scaled(base, 3), nil) // three times slower, two runs stalled
+	some.Runs[0].SimulatorStalls, some.Runs[1].SimulatorStalls = stall, stall
+	if g := Gate(some, baseline); g.Pass {
+		t.Errorf("a 3x slower controller passed once two of its runs were left out:\n%s", g.Markdown())
+	}
+}
