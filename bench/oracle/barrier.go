@@ -130,11 +130,8 @@ func (c *Checker) completeHeld(st *barrierState, t time.Time) {
 		return
 	}
 	st.done = true
-	placed := st.placed
-	if placed.IsZero() || placed.After(st.since) {
-		placed = st.since
-	}
-	st.res = Convergence{Barrier: st.b.Name, DaemonSet: st.b.DaemonSet, Start: st.b.Start, At: st.since, Event: st.sinceEv, Immediate: st.immediate, Placed: placed}
+	// placed was set no later than since: convergence implies every pod.
+	st.res = Convergence{Barrier: st.b.Name, DaemonSet: st.b.DaemonSet, Start: st.b.Start, At: st.since, Event: st.sinceEv, Immediate: st.immediate, Placed: st.placed}
 }
 
 // Verdict evaluates the DaemonSet from scratch at the Checker's time.
