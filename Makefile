@@ -12,7 +12,7 @@ TEST_ENV := DSBENCH_REQUIRE_CLUSTER=1
 TEST_TIMEOUT ?= 35m
 BENCH_FLAGS ?=
 
-.PHONY: help tools build test test-unit bench bench-baseline bench-chaos bench-scale bench-targets mutants verify fuzz clean cleanup-test-clusters
+.PHONY: help tools build test test-unit bench bench-baseline bench-chaos bench-scale bench-targets bench-join-leave mutants verify fuzz clean cleanup-test-clusters
 
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -60,6 +60,13 @@ TARGETS_FLAGS ?=
 bench-targets: tools build ## The performance targets beyond make bench at 1000 nodes, TARGETS_REPS interleaved runs each: maxSurge rollout and repair of 10% and 50% of nodes (ours, ours-direct, upstream, floor), then many-daemonsets (no floor: it adopts no orphans).
 	$(CACHE)/dsbench run --nodes 1000 --repetitions $(TARGETS_REPS) --controller ours,ours-direct,upstream,floor $(TARGETS_FLAGS) $(TARGETS_SCENARIOS)
 	$(CACHE)/dsbench run --nodes 1000 --repetitions $(TARGETS_REPS) --controller ours,ours-direct,upstream $(TARGETS_FLAGS) many-daemonsets
+
+CHURN_NODES ?= 5000
+CHURN_REPS ?= 3
+CHURN_FLAGS ?=
+
+bench-join-leave: tools build ## The node-churn target: 10% of the nodes join while 10% leave, each over 10 s (50 a second each at CHURN_NODES=5000), CHURN_REPS interleaved runs of ours, ours-direct, upstream and the floor.
+	$(CACHE)/dsbench run --nodes $(CHURN_NODES) --repetitions $(CHURN_REPS) --controller ours,ours-direct,upstream,floor $(CHURN_FLAGS) bench-join-leave
 
 mutants: tools build ## Play each broken variant of our controller on the scenarios that exercise its bug (100 nodes); print which invariant caught it.
 	$(GO) build -tags mutants -o $(CACHE)/daemonset-controller-mutants ./cmd/daemonset-controller
