@@ -13,6 +13,17 @@ import (
 // before the harness calls it a simulator stall.
 const MinStallAfter = 20 * time.Second
 
+// A pod that waits is only stalled if kwok is not merely behind. kwok starts
+// pods in about the order they were bound (one queue, many workers): at 5000
+// nodes its queue ran 20-36 s behind the bindings, and every pod in it would
+// have counted as stalled. It forgot the pod if it has since started one
+// bound more than stallSkipSlack later (it went past it), or has started
+// nothing for stallIdleAfter (it has nothing left to do).
+const (
+	stallSkipSlack = 2 * time.Second
+	stallIdleAfter = 5 * time.Second
+)
+
 // stallTracker finds pods that kwok never starts. kwok v0.8.0's pod
 // controller drops the event of a pod whose node its node controller has
 // not registered yet (PodController.need) and never retries, so a pod bound
@@ -25,6 +36,9 @@ type stallTracker struct {
 	after   time.Duration
 	pending map[string]*stallEntry // pod key -> bound and Pending since
 	done    []reports.SimulatorStall
+	// lastStart is when kwok last started a pod; latestStartedBound the
+	// latest bind time among the pods it has started.
+	lastStart, latestStartedBound time.Time
 }
 
 type stallEntry struct {
@@ -49,6 +63,12 @@ func (s *stallTracker) observe(key string, pod *corev1.Pod, deleted bool, t time
 		}
 		s.pending[key] = &stallEntry{pod: key, node: pod.Spec.NodeName, since: t}
 	case !waiting && e != nil:
+		if !deleted && pod.DeletionTimestamp == nil && pod.Spec.NodeName == e.node {
+			s.lastStart = t // kwok moved it on: Running, Failed or Succeeded
+			if e.since.After(s.latestStartedBound) {
+				s.latestStartedBound = e.since
+			}
+		}
 		s.end(e, t)
 		delete(s.pending, key)
 	}
@@ -61,13 +81,18 @@ func (s *stallTracker) end(e *stallEntry, t time.Time) {
 }
 
 // due returns the pods that have now waited past the bound on a node that
-// is Ready (a pod on a NotReady node waits for the node, rightly), and marks
-// them stalled and nudged: the caller nudges each once.
+// is Ready (a pod on a NotReady node waits for the node, rightly) and that
+// kwok went past or is idle with, and marks them stalled and nudged: the
+// caller nudges each once.
 func (s *stallTracker) due(now time.Time, nodeReady func(string) bool) []string {
 	var out []string
+	idle := now.Sub(s.lastStart) >= stallIdleAfter
 	for key, e := range s.pending {
 		if e.nudged || now.Sub(e.since) < s.after || !nodeReady(e.node) {
 			continue
+		}
+		if skipped := s.latestStartedBound.Sub(e.since) > stallSkipSlack; !skipped && !idle {
+			continue // kwok is still working through the pods bound before it
 		}
 		e.stalledAt, e.nudged = now, true
 		out = append(out, key)

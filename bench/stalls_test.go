@@ -57,3 +57,41 @@ func TestStallTracker(t *testing.T) {
 		t.Errorf("a terminating pod counted as stalled: %v", got)
 	}
 }
+
+// kwok behind is not kwok stalled: a pod still waiting while kwok starts the
+// pods bound before it is queued; one it went past, or one it is idle with,
+// is forgotten.
+func TestStallTrackerBacklogIsNotAStall(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	nodeReady := func(string) bool { return true }
+	for _, tc := range []struct {
+		name string
+		// started are the bind times (s) of pods kwok starts at 28 s, 29 s, ...
+		started []float64
+		check   float64 // when due is asked
+		want    bool    // ns/waiting (bound at 10 s) is stalled
+	}{
+		{"kwok busy with pods bound before it", []float64{8, 9, 10.5, 11.9}, 32, false},
+		{"kwok busy with pods bound just after it (within the slack)", []float64{9, 11, 11.5}, 31, false},
+		{"kwok started one bound well after it", []float64{9, 12.5}, 30.5, true},
+		{"kwok idle for 5 s", []float64{9, 10.5}, 34, true},
+		{"kwok idle, but less than 5 s", []float64{9, 10.5}, 33.5, false},
+		{"kwok never started anything", nil, 30.5, true},
+		{"within 20 s even though skipped", []float64{15}, 29, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStallTracker(0)
+			s.observe("ns/waiting", stallPod("w", corev1.PodPending), false, at(10))
+			for i, bound := range tc.started {
+				key := "ns/p" + string(rune('a'+i))
+				s.observe(key, stallPod("n", corev1.PodPending), false, at(bound))
+				s.observe(key, stallPod("n", corev1.PodRunning), false, at(28+float64(i)))
+			}
+			got := len(s.due(at(tc.check), nodeReady)) == 1
+			if got != tc.want {
+				t.Errorf("stalled at %.1f s = %v, want %v", tc.check, got, tc.want)
+			}
+		})
+	}
+}
