@@ -62,7 +62,8 @@ type ClusterConfig struct {
 // pods (HARNESS-NOTES); 32 kept 5000 pods moving here.
 const DefaultKwokParallelism = 32
 
-// NodeLeaseDurationSeconds is the fake nodes' lease duration.
+// NodeLeaseDurationSeconds is the fake nodes' lease duration before
+// kwokctl's heartbeat factor of 5: the leases last 200 s.
 const NodeLeaseDurationSeconds = 40
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
@@ -366,10 +367,10 @@ func (c *Cluster) kwokctlConfig() ([]byte, error) {
 			EtcdBinary:                  b.Path(BinEtcd),
 			CacheDir:                    filepath.Join(c.conf.Workdir, "cache"),
 			DisableQPSLimits:            &disable,
-			// kwokctl's default lease of 200 s renews every 50 s, past
-			// kube-controller-manager's 50 s grace: on a busy machine nodes
-			// then go Unknown and the node-lifecycle controller marks every
-			// pod on them not ready. 40 s renews every 10 s.
+			// kwokctl's default, pinned: kwokctl multiplies it by its
+			// heartbeat factor (5), so the leases last 200 s and are renewed
+			// every 50 s, and kube-controller-manager's node-monitor grace
+			// is scaled alike (40 s to 200 s).
 			NodeLeaseDurationSeconds: NodeLeaseDurationSeconds,
 			EnableCRDs:               []string{"Stage"},
 		},

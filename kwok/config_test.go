@@ -1,12 +1,14 @@
 package kwok
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -126,6 +128,10 @@ func TestStagesRender(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"node-initialize", "node-heartbeat-with-lease", "dsbench-pod-ready", "dsbench-pod-reready", "dsbench-pod-delete"}, names); diff != "" {
 		t.Errorf("default stages (-want +got):\n%s", diff)
+	}
+	hb, _, _ := unstructured.NestedMap(stages[1].Object, "spec", "delay")
+	if from, to := hb["durationMilliseconds"], hb["jitterDurationMilliseconds"]; fmt.Sprint(from) != "600000" || fmt.Sprint(to) != "1800000" {
+		t.Errorf("node heartbeat delay %v-%v ms, want 600000-1800000: spread, so that nodes Ready together do not all write at once", from, to)
 	}
 	stages, err = Stages(StageOptions{ReadyDelay: time.Second, ReadyJitter: 500 * time.Millisecond, FailImages: `^bad"`, NeverReadyImages: "hang"})
 	if err != nil {

@@ -106,6 +106,11 @@ func Stages(o StageOptions) ([]*unstructured.Unstructured, error) {
 		if obj.GetName() == "" {
 			continue // a stage left empty by the template
 		}
+		if obj.GetName() == heartbeatStageName {
+			if err := unstructured.SetNestedField(obj.Object, int64(HeartbeatJitter/time.Millisecond), "spec", "delay", "jitterDurationMilliseconds"); err != nil {
+				return nil, fmt.Errorf("spreading the node heartbeat: %w", err)
+			}
+		}
 		labels := obj.GetLabels()
 		if labels == nil {
 			labels = map[string]string{}
@@ -116,6 +121,17 @@ func Stages(o StageOptions) ([]*unstructured.Unstructured, error) {
 	}
 	return out, nil
 }
+
+const heartbeatStageName = "node-heartbeat-with-lease"
+
+// HeartbeatJitter is the latest a fake node's status heartbeat comes after
+// its last change (the earliest is kwok's 10 minutes). kwok's own window is
+// 600-610 s: nodes that turned Ready together all wrote their status again
+// within seconds of each other, 10 minutes later. At 5000 nodes that wave
+// (about 5000 writes in a minute) slowed kwok's pod queue in the middle of
+// a run. Spread over 10-30 minutes, it is 4 writes a second. Node liveness
+// comes from the Lease, so nothing waits for these writes.
+const HeartbeatJitter = 30 * time.Minute
 
 // jqString quotes s as a jq string literal (JSON quoting is valid jq).
 func jqString(s string) string {
