@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dsbench/dsbench/bench/oracle"
 	"github.com/dsbench/dsbench/kwok"
@@ -66,6 +67,9 @@ type Core struct {
 	lags      []time.Duration
 	applyErrs int
 	stalls    *stallTracker
+	// podsCreated counts DaemonSet pods that appeared once the first step
+	// had begun: the controller's creates, as the watch saw them.
+	podsCreated int64
 }
 
 // NewCore returns a Core with an empty oracle.
@@ -222,6 +226,9 @@ func (c *Core) Observe(ev oracle.Event, arrived time.Time) {
 	c.seen.note(ev)
 	if p, ok := ev.Object.(*corev1.Pod); ok {
 		c.stalls.observe(p.Namespace+"/"+p.Name, p, ev.Kind == oracle.Deleted, ev.Time)
+		if ref := metav1.GetControllerOf(p); ev.Kind == oracle.Added && len(c.steps) > 0 && ref != nil && ref.Kind == "DaemonSet" {
+			c.podsCreated++
+		}
 	}
 }
 
@@ -573,6 +580,7 @@ func (c *Core) Finish(run reports.Run, in FinishInput) reports.Run {
 	c.sample(now)
 	run.Harness = c.harnessStats(in.HarnessCPU, len(in.Gaps))
 	run.SimulatorStalls = c.stalls.finish(now)
+	run.PodsCreated = c.podsCreated
 	// Barriers no waitConverged covered: a step is never reported converged
 	// (in 0 s) just because nobody waited for it.
 	for _, pb := range c.pending {

@@ -586,6 +586,9 @@ func describeRun(r reports.Run) string {
 	for _, g := range r.PodGCWaits {
 		p("pod GC wait %s %gs", g.Node, g.Seconds)
 	}
+	if r.PodsCreated > 0 {
+		p("pods created %d", r.PodsCreated)
+	}
 	for _, s := range r.SimulatorStalls {
 		p("simulator stall %s on %s since %s for %gs nudged=%v open=%v", s.Pod, s.Node, rel(s.Start), s.Seconds, s.Nudged, s.Open)
 	}

@@ -36,6 +36,10 @@ var (
 	MetricRequests        = Metric{Key: "requests", Label: "API requests", BenchUnit: "requests"}
 	MetricCPU             = Metric{Key: "cpu", Label: "controller CPU", Unit: "s", BenchUnit: "cpu-s"}
 	MetricRSS             = Metric{Key: "rss", Label: "controller peak RSS", Unit: "B", BenchUnit: "peak-RSS-B"}
+	// Per pod created (Run.PodsCreated), so that runs of different sizes
+	// and scenarios compare.
+	MetricRequestsPerPod = Metric{Key: "requests-per-pod", Label: "API requests per pod created", BenchUnit: "requests/pod"}
+	MetricCPUPer1000Pods = Metric{Key: "cpu-per-1000-pods", Label: "controller CPU per 1000 pods created", Unit: "s", BenchUnit: "cpu-s/1000-pods"}
 )
 
 const (
@@ -189,6 +193,9 @@ func RunMetrics(run *Run) []MetricValue {
 			verbs = append(verbs, v)
 		}
 		add(MetricRequests, float64(total))
+		if run.PodsCreated > 0 {
+			add(MetricRequestsPerPod, float64(total)/float64(run.PodsCreated))
+		}
 		slices.Sort(verbs)
 		for _, v := range verbs {
 			add(verbMetric(v), float64(run.APIRequests[v]))
@@ -196,6 +203,9 @@ func RunMetrics(run *Run) []MetricValue {
 	}
 	if run.Resources.CPUSeconds > 0 {
 		add(MetricCPU, run.Resources.CPUSeconds)
+		if run.PodsCreated > 0 {
+			add(MetricCPUPer1000Pods, run.Resources.CPUSeconds/float64(run.PodsCreated)*1000)
+		}
 	}
 	if run.Resources.PeakRSSBytes > 0 {
 		add(MetricRSS, float64(run.Resources.PeakRSSBytes))

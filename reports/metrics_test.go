@@ -26,6 +26,7 @@ func TestRunMetrics(t *testing.T) {
 		APIRequests:  map[string]int64{"list": 2, "create": 3},
 		Resources:    Resources{CPUSeconds: 0.5, PeakRSSBytes: 1 << 20},
 		Extra:        []ExtraMetric{{Name: "kwok rate", Unit: "pods/s", Value: 10, HigherIsBetter: true}},
+		PodsCreated:  4,
 	}
 	notConverged := full
 	notConverged.Steps = []Step{{Name: "create", Converged: false, Seconds: 300}}
@@ -58,6 +59,7 @@ func TestRunMetrics(t *testing.T) {
 			"converge": 8, "step:create": 2, "step:update": 5, "step:update#2": 1,
 			"rollout": 4.5, "node-rollout-p99": 4.5, "node-join-p99": 2, "violations": 1, "peak-unavailable": 2,
 			"requests": 5, "requests:create": 3, "requests:list": 2, "cpu": 0.5, "rss": 1 << 20, "extra:kwok rate": 10,
+			"requests-per-pod": 1.25, "cpu-per-1000-pods": 125,
 		}},
 		{name: "not converged", run: notConverged, want: map[string]float64{"violations": 0}},
 		{name: "pods exist and slowest rollout", run: several, want: map[string]float64{
@@ -84,7 +86,7 @@ func TestRunMetrics(t *testing.T) {
 			units = append(units, mv.Metric.BenchUnit)
 		}
 	}
-	want := []string{"s/converge", "s/rollout", "s/node-rollout-p99", "s/node-join-p99", "violations", "requests", "cpu-s", "peak-RSS-B", "kwok_rate-pods/s"}
+	want := []string{"s/converge", "s/rollout", "s/node-rollout-p99", "s/node-join-p99", "violations", "requests", "requests/pod", "cpu-s", "cpu-s/1000-pods", "peak-RSS-B", "kwok_rate-pods/s"}
 	if diff := cmp.Diff(want, units); diff != "" {
 		t.Errorf("bench units in order (-want +got):\n%s", diff)
 	}

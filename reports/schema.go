@@ -188,9 +188,13 @@ type Run struct {
 	// APIRequests counts the requests the controller under test sent, by
 	// lower-case verb (get, list, watch, create, update, patch, delete).
 	APIRequests map[string]int64 `json:"apiRequests"`
-	Resources   Resources        `json:"resources"`
-	Coverage    Coverage         `json:"coverage"`
-	Timelines   []Timeline       `json:"timelines,omitempty"`
+	// PodsCreated counts the DaemonSet pods that appeared during the run
+	// (from its first step on, as the harness's watch saw them): what API
+	// requests and CPU are given per pod against.
+	PodsCreated int64      `json:"podsCreated,omitempty"`
+	Resources   Resources  `json:"resources"`
+	Coverage    Coverage   `json:"coverage"`
+	Timelines   []Timeline `json:"timelines,omitempty"`
 	// SimulatorStalls are pods kwok left Pending on a Ready node past the
 	// harness's bound; the harness nudged each (see bench/stalls.go).
 	SimulatorStalls []SimulatorStall `json:"simulatorStalls,omitempty"`
