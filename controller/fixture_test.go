@@ -35,7 +35,7 @@ var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // then the test calls the handlers or the sync directly and checks the
 // client's actions.
 type fixture struct {
-	t        *testing.T
+	t        testing.TB
 	client   *fake.Clientset
 	factory  informers.SharedInformerFactory
 	clock    *clocktesting.FakeClock
@@ -70,7 +70,7 @@ func (q *recordingQueue) takeAfter() []string {
 	return out
 }
 
-func newFixture(t *testing.T, objs []runtime.Object, configure ...func(*Config)) *fixture {
+func newFixture(t testing.TB, objs []runtime.Object, configure ...func(*Config)) *fixture {
 	t.Helper()
 	f := &fixture{
 		t:        t,
@@ -348,7 +348,7 @@ func currentHash(ds *appsv1.DaemonSet) string {
 }
 
 // currentRevision is the ControllerRevision a sync of ds would create.
-func currentRevision(t *testing.T, ds *appsv1.DaemonSet) *appsv1.ControllerRevision {
+func currentRevision(t testing.TB, ds *appsv1.DaemonSet) *appsv1.ControllerRevision {
 	t.Helper()
 	hp := plan.PlanHistory(ds, nil, nil)
 	if hp.Err != nil || !hp.Create {
