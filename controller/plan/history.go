@@ -222,6 +222,9 @@ func newRevision(ds *appsv1.DaemonSet, hash string, data runtime.RawExtension, r
 // revisions as updated; only the duplicates' pods are really on the current
 // template.
 func relabelPods(pods []*corev1.Pod, dupHashes map[string]bool, hash string) []PodRelabel {
+	if len(dupHashes) == 0 {
+		return nil // the usual case: no need to read every pod's labels
+	}
 	var out []PodRelabel
 	for _, pod := range pods {
 		if pod == nil || !dupHashes[pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]] {
