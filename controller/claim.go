@@ -57,23 +57,30 @@ const (
 
 // classify decides what to do with obj without doing it.
 func (m *claimer) classify(obj metav1.Object) claimAction {
-	match := m.selector.Matches(labels.Set(obj.GetLabels()))
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-		switch {
-		case ref.UID != m.ds.UID:
+		if ref.UID != m.ds.UID {
 			return claimIgnore
-		case match:
-			return claimOwned
-		case m.ds.DeletionTimestamp != nil:
-			return claimIgnore // never release while being deleted
-		default:
-			return claimRelease
 		}
+		return m.classifyControlled(obj)
 	}
-	if !match || m.ds.DeletionTimestamp != nil || obj.GetDeletionTimestamp() != nil || obj.GetNamespace() != m.ds.Namespace {
+	if m.ds.DeletionTimestamp != nil || obj.GetDeletionTimestamp() != nil || obj.GetNamespace() != m.ds.Namespace ||
+		!m.selector.Matches(labels.Set(obj.GetLabels())) {
 		return claimIgnore
 	}
 	return claimAdopt
+}
+
+// classifyControlled is classify for an object whose ControllerRef is
+// known to point to the DaemonSet's UID.
+func (m *claimer) classifyControlled(obj metav1.Object) claimAction {
+	switch {
+	case m.selector.Matches(labels.Set(obj.GetLabels())):
+		return claimOwned
+	case m.ds.DeletionTimestamp != nil:
+		return claimIgnore // never release while being deleted
+	default:
+		return claimRelease
+	}
 }
 
 // adoptPatch sets us as the controller; metadata.uid makes the patch fail
@@ -113,47 +120,71 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, select
 	m := &claimer{c: c, ds: ds, selector: selector}
 	pods := make([]*corev1.Pod, 0, len(owned))
 	var errs []error
-	for _, obj := range append(owned, orphans...) {
-		pod := obj.(*corev1.Pod)
-		switch m.classify(pod) {
-		case claimOwned:
+	claim := func(pod *corev1.Pod, action claimAction) {
+		keep, err := m.claimPod(ctx, pod, action)
+		if keep {
 			pods = append(pods, pod)
-		case claimAdopt:
-			if skipAdoption(pod) {
-				continue
-			}
-			if err := m.canAdopt(ctx); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			patch, err := adoptPatch(ds, pod.UID)
-			if err == nil {
-				_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-			}
-			switch {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				c.metrics.podErrors.WithLabelValues("patch").Inc()
-				errs = append(errs, fmt.Errorf("adopting pod %s: %w", podKey(pod), err))
-			default:
-				c.logger.V(2).Info("Adopted orphan pod", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
-				pods = append(pods, pod)
-			}
-		case claimRelease:
-			patch, err := releasePatch(ds, pod.UID)
-			if err == nil {
-				_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-			}
-			// Gone, or already released / replaced (Invalid): nothing to do.
-			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
-				c.metrics.podErrors.WithLabelValues("patch").Inc()
-				errs = append(errs, fmt.Errorf("releasing pod %s: %w", podKey(pod), err))
-			} else if err == nil {
-				c.logger.V(2).Info("Released pod that no longer matches the selector", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
-			}
+		}
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
+	for _, obj := range owned {
+		// The owner index filed it under our UID: its ControllerRef is
+		// ours, and reading it again costs a cache miss per pod.
+		pod := obj.(*corev1.Pod)
+		claim(pod, m.classifyControlled(pod))
+	}
+	for _, obj := range orphans {
+		pod := obj.(*corev1.Pod)
+		claim(pod, m.classify(pod))
+	}
 	return pods, errors.Join(errs...)
+}
+
+// claimPod carries out action on pod; keep says whether the DaemonSet
+// controls the pod afterwards.
+func (m *claimer) claimPod(ctx context.Context, pod *corev1.Pod, action claimAction) (keep bool, err error) {
+	c, ds := m.c, m.ds
+	switch action {
+	case claimOwned:
+		return true, nil
+	case claimAdopt:
+		if skipAdoption(pod) {
+			return false, nil
+		}
+		if err := m.canAdopt(ctx); err != nil {
+			return false, err
+		}
+		patch, err := adoptPatch(ds, pod.UID)
+		if err == nil {
+			_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case err != nil:
+			c.metrics.podErrors.WithLabelValues("patch").Inc()
+			return false, fmt.Errorf("adopting pod %s: %w", podKey(pod), err)
+		}
+		c.logger.V(2).Info("Adopted orphan pod", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
+		return true, nil
+	case claimRelease:
+		patch, err := releasePatch(ds, pod.UID)
+		if err == nil {
+			_, err = c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		}
+		switch {
+		case apierrors.IsNotFound(err) || apierrors.IsInvalid(err):
+			// Gone, or already released / replaced: nothing to do.
+		case err != nil:
+			c.metrics.podErrors.WithLabelValues("patch").Inc()
+			return false, fmt.Errorf("releasing pod %s: %w", podKey(pod), err)
+		default:
+			c.logger.V(2).Info("Released pod that no longer matches the selector", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
+		}
+	}
+	return false, nil
 }
 
 // claimRevisions is claimPods for ControllerRevisions. All revisions of the
