@@ -116,6 +116,7 @@ type Controller struct {
 	dsLister   appslisters.DaemonSetLister
 	crLister   appslisters.ControllerRevisionLister
 	nodeLister corelisters.NodeLister
+	nodeStore  cache.Store
 	podIndexer cache.Indexer
 	synced     []cache.InformerSynced
 
@@ -220,6 +221,7 @@ func NewController(conf Config) (*Controller, error) {
 	c.dsLister = dsInf.Lister()
 	c.crLister = crInf.Lister()
 	c.nodeLister = nodeInf.Lister()
+	c.nodeStore = nodeInf.Informer().GetStore()
 	c.podIndexer = podInf.Informer().GetIndexer()
 
 	handlers := []struct {
