@@ -88,6 +88,55 @@ func TestNodeUpdateRouting(t *testing.T) {
 	}
 }
 
+// A node update that leaves a DaemonSet's eligibility as it was does not
+// wake it, as upstream, even where its pods disagree with that eligibility:
+// that is its own sync's business (a create or delete in flight, a retry
+// with backoff), and each such wake-up is a full sync for nothing.
+func TestNodeUpdateWakesOnlyWhereEligibilityChanged(t *testing.T) {
+	gpu, agent, _, n1, objs := nodeRoutingWorld()
+	// missing should run on n1 and has no pod there yet; gpu-agent has a
+	// pod on n1, which is no gpu node (its deletion is in flight).
+	missing := newDaemonSet("missing")
+	objs = append(objs, missing, newPodFor(gpu, "gpu-agent-n1", "n1"))
+	tests := []struct {
+		name   string
+		mutate func(n *corev1.Node)
+		want   []string
+	}{
+		{
+			name:   "unrelated label change wakes nobody",
+			mutate: func(n *corev1.Node) { n.Labels["zone"] = "b" },
+		},
+		{
+			name: "tolerated taint wakes nobody",
+			mutate: func(n *corev1.Node) {
+				n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}}
+			},
+		},
+		{
+			name: "NoSchedule taint wakes those whose shouldRun changes",
+			mutate: func(n *corev1.Node) {
+				n.Spec.Taints = []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoSchedule}}
+			},
+			want: []string{dsKey(agent), dsKey(missing)},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, objs)
+			cur := n1.DeepCopy()
+			cur.ResourceVersion = "2"
+			tt.mutate(cur)
+			f.addToCache(cur)
+			f.c.updateNode(n1, cur)
+			f.routeNodes()
+			if diff := cmp.Diff(tt.want, f.queued()); diff != "" {
+				t.Errorf("enqueued DaemonSets (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestNodeTaintTimeAddedIsIgnored(t *testing.T) {
 	old := newNode("n1", nil, corev1.Taint{Key: "k", Effect: corev1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.NewTime(t0))})
 	cur := old.DeepCopy()

@@ -28,7 +28,7 @@ import (
 //     unprocessed event and adds the node name to nodeQueue.
 //  2. A node worker evaluates the predicates of every DaemonSet on that one
 //     node, before and after, and enqueues only the DaemonSets whose
-//     eligibility changed or whose pod presence disagrees with it.
+//     eligibility changed.
 //
 // Deletes are cheap and handled inline: the DaemonSets with a pod on the
 // node, found through the pod node index, are enqueued, so that their status
@@ -164,20 +164,15 @@ func (c *Controller) routeNodeChange(name string) error {
 }
 
 // affectedDaemonSets picks the DaemonSets a node change concerns: those whose
-// (shouldRun, shouldContinueRunning) on the node changed, and those whose
-// pods on the node disagree with the new eligibility (a pod missing where
-// one should run, or present where it must not continue). A DaemonSet with a
-// pod on the node whose eligibility did not change needs nothing: neither
-// its plan nor its status can differ.
+// (shouldRun, shouldContinueRunning) on the node changed, as upstream. For a
+// new node that is any that should run there or already has a pod there (a
+// node re-created under its name). A DaemonSet whose eligibility did not
+// change needs no sync: neither its plan nor its status can differ, and a
+// pod missing or left over there is already its own sync's business.
 func (c *Controller) affectedDaemonSets(node *corev1.Node, change nodeChange, sets []*appsv1.DaemonSet) []*appsv1.DaemonSet {
-	hasPod := map[types.UID]bool{}
-	if objs, err := c.podIndexer.ByIndex(podByNodeIndex, node.Name); err == nil {
-		for _, obj := range objs {
-			pod := obj.(*corev1.Pod)
-			if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && pod.DeletionTimestamp == nil {
-				hasPod[ref.UID] = true
-			}
-		}
+	var hasPod map[types.UID]bool
+	if change.added {
+		hasPod = c.daemonSetUIDsWithPodsOn(node.Name)
 	}
 	var out []*appsv1.DaemonSet
 	for _, ds := range sets {
@@ -186,21 +181,34 @@ func (c *Controller) affectedDaemonSets(node *corev1.Node, change nodeChange, se
 		}
 		elig := plan.NewEligibility(ds)
 		run, cont := elig.Check(node)
-		has := hasPod[ds.UID]
 		var changed bool
 		if change.added {
-			// Compared with "no node": it matters if a pod should run here
-			// or one is already here (a node re-created under its name).
-			// A new node's not-ready:NoSchedule taint makes run false, so
-			// node creation bursts wake nobody until the node is ready.
-			changed = run || has
+			// Compared with "no node". A new node's not-ready:NoSchedule
+			// taint makes run false, so node creation bursts wake nobody
+			// until the node is ready.
+			changed = run || hasPod[ds.UID]
 		} else {
 			oldRun, oldCont := elig.Check(change.old)
 			changed = oldRun != run || oldCont != cont
 		}
-		if changed || (run && !has) || (!cont && has) {
+		if changed {
 			out = append(out, ds)
 		}
 	}
 	return out
+}
+
+// daemonSetUIDsWithPodsOn returns the controller UIDs of the pods on (or
+// pinned to) a node that are not being deleted.
+func (c *Controller) daemonSetUIDsWithPodsOn(nodeName string) map[types.UID]bool {
+	hasPod := map[types.UID]bool{}
+	if objs, err := c.podIndexer.ByIndex(podByNodeIndex, nodeName); err == nil {
+		for _, obj := range objs {
+			pod := obj.(*corev1.Pod)
+			if ref := metav1.GetControllerOfNoCopy(pod); ref != nil && pod.DeletionTimestamp == nil {
+				hasPod[ref.UID] = true
+			}
+		}
+	}
+	return hasPod
 }
