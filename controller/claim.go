@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -138,11 +139,11 @@ func releasePatch(ds *appsv1.DaemonSet, uid types.UID) ([]byte, error) {
 	})
 }
 
-// claimPods returns the pods the DaemonSet controls after adopting and
-// releasing; it reads only the DaemonSet's own pods and the orphans of its
-// namespace from the index. On error the caller must not act on the result:
-// a pod it failed to adopt would look like a missing pod.
-func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector) ([]*corev1.Pod, error) {
+// claimPods appends to pods the pods the DaemonSet controls after adopting
+// and releasing; it reads only the DaemonSet's own pods and the orphans of
+// its namespace from the index. On error the caller must not act on the
+// result: a pod it failed to adopt would look like a missing pod.
+func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
 	owned, err := c.podIndexer.ByIndex(podByOwnerIndex, string(ds.UID))
 	if err != nil {
 		return nil, fmt.Errorf("listing pods of DaemonSet from cache: %w", err)
@@ -152,7 +153,7 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, select
 		return nil, fmt.Errorf("listing orphan pods from cache: %w", err)
 	}
 	m := newClaimer(c, ds, selector)
-	pods := make([]*corev1.Pod, 0, len(owned))
+	pods = slices.Grow(pods, len(owned))
 	var errs []error
 	claim := func(pod *corev1.Pod, action claimAction) {
 		keep, err := m.claimPod(ctx, pod, action)

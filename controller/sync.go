@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -81,8 +83,12 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		adds, dels := c.expectations.Pending(key)
 		logger.V(2).Info("Expectations expired, acting anyway", "pendingCreates", adds, "pendingDeletes", dels)
 	}
-	nodes := c.listNodes()
-	pods, err := c.claimPods(ctx, ds, selector)
+	lists := listsPool.Get().(*syncLists)
+	defer lists.put()
+	nodes := c.listNodes(lists.nodes[:0])
+	lists.nodes = nodes
+	pods, err := c.claimPods(ctx, ds, selector, lists.pods[:0])
+	lists.pods = pods
 	if err != nil {
 		return fmt.Errorf("claiming pods: %w", err)
 	}
@@ -141,16 +147,35 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 	return errors.Join(errs...)
 }
 
-// listNodes is nodeLister.List(labels.Everything()) without growing the
-// result one append at a time: at 10k nodes that was most of what a sync
-// allocated.
-func (c *Controller) listNodes() []*corev1.Node {
+// listNodes appends every node in the cache to nodes. It is
+// nodeLister.List(labels.Everything()) without growing the result one
+// append at a time: at 10k nodes that was most of what a sync allocated.
+func (c *Controller) listNodes(nodes []*corev1.Node) []*corev1.Node {
 	objs := c.nodeStore.List()
-	nodes := make([]*corev1.Node, len(objs))
-	for i, obj := range objs {
-		nodes[i] = obj.(*corev1.Node)
+	nodes = slices.Grow(nodes, len(objs))
+	for _, obj := range objs {
+		nodes = append(nodes, obj.(*corev1.Node))
 	}
 	return nodes
+}
+
+// syncLists holds a sync's lists of nodes and pods for the syncs after it:
+// at 10k nodes they are 160 KB a sync for the garbage collector. Nothing a
+// sync leaves behind (plan, backoff, status) points into them.
+type syncLists struct {
+	nodes []*corev1.Node
+	pods  []*corev1.Pod
+}
+
+var listsPool = sync.Pool{New: func() any { return new(syncLists) }}
+
+// put empties l, so that it keeps no cached object alive, and returns it to
+// the pool.
+func (l *syncLists) put() {
+	clear(l.nodes)
+	clear(l.pods)
+	l.nodes, l.pods = l.nodes[:0], l.pods[:0]
+	listsPool.Put(l)
 }
 
 func (c *Controller) getBackoff(key string) plan.Backoff {
