@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -126,6 +127,11 @@ type Controller struct {
 
 	nodeMu       sync.Mutex
 	pendingNodes map[string]nodeChange // node name -> state before the first unprocessed event
+
+	nodesVersion atomic.Uint64  // raised by every node event, before it is routed
+	nodesMu      sync.Mutex     // guards nodes and nodesListed
+	nodes        []*corev1.Node // the node cache at nodesListed, shared by syncs: read only
+	nodesListed  uint64         // nodesVersion when nodes was listed
 
 	backoffMu sync.Mutex
 	backoff   map[string]plan.Backoff // DaemonSet key -> failed-pod backoff carried between syncs

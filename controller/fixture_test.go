@@ -142,6 +142,7 @@ func (f *fixture) addToCache(obj runtime.Object) {
 		err = f.factory.Core().V1().Pods().Informer().GetIndexer().Add(o)
 	case *corev1.Node:
 		err = f.factory.Core().V1().Nodes().Informer().GetIndexer().Add(o)
+		f.c.nodesVersion.Add(1) // as the node handlers do, which tests may skip
 	default:
 		f.t.Fatalf("addToCache: unsupported %T", obj)
 	}

@@ -270,3 +270,50 @@ func TestDaemonSetDeleteForgetsState(t *testing.T) {
 		t.Errorf("enqueued (-want +got):\n%s", diff)
 	}
 }
+
+// Syncs share one list of the nodes until a node event, a heartbeat
+// included, makes the next sync list them again.
+func TestNodeListFollowsNodeEvents(t *testing.T) {
+	n1 := newNode("n1", nil)
+	f := newFixture(t, []runtime.Object{n1})
+	store := f.factory.Core().V1().Nodes().Informer().GetIndexer()
+	n1 = f.c.listNodes()[0]
+	listed := func() map[string]*corev1.Node {
+		out := map[string]*corev1.Node{}
+		for _, n := range f.c.listNodes() {
+			out[n.Name] = n
+		}
+		return out
+	}
+	if first, again := f.c.listNodes(), f.c.listNodes(); &first[0] != &again[0] {
+		t.Error("the nodes were listed again without a node event")
+	}
+
+	// The informer updates its store, then calls the handler.
+	n2 := newNode("n2", nil)
+	if err := store.Add(n2); err != nil {
+		t.Fatal(err)
+	}
+	f.c.addNode(n2)
+	if got := listed(); len(got) != 2 || got["n2"] != n2 {
+		t.Errorf("after adding n2, listed %v", got)
+	}
+
+	beat := n1.DeepCopy()
+	beat.ResourceVersion = "2"
+	if err := store.Update(beat); err != nil {
+		t.Fatal(err)
+	}
+	f.c.updateNode(n1, beat)
+	if got := listed(); got["n1"] != beat {
+		t.Error("after a heartbeat the list still holds the node it replaced")
+	}
+
+	if err := store.Delete(n2); err != nil {
+		t.Fatal(err)
+	}
+	f.c.deleteNode(n2)
+	if got := listed(); len(got) != 1 || got["n1"] != beat {
+		t.Errorf("after deleting n2, listed %v", got)
+	}
+}

@@ -46,6 +46,7 @@ func (c *Controller) addNode(obj any) {
 	if !ok {
 		return
 	}
+	c.nodesVersion.Add(1)
 	c.nodeMu.Lock()
 	c.pendingNodes[node.Name] = nodeChange{added: true}
 	c.nodeMu.Unlock()
@@ -55,7 +56,13 @@ func (c *Controller) addNode(obj any) {
 func (c *Controller) updateNode(oldObj, curObj any) {
 	old, ok1 := oldObj.(*corev1.Node)
 	cur, ok2 := curObj.(*corev1.Node)
-	if !ok1 || !ok2 || !eligibilityInputsChanged(old, cur) {
+	if !ok1 || !ok2 {
+		return
+	}
+	// Also for a heartbeat: the shared node list holds no object the
+	// cache has replaced.
+	c.nodesVersion.Add(1)
+	if !eligibilityInputsChanged(old, cur) {
 		return
 	}
 	c.nodeMu.Lock()
@@ -84,6 +91,7 @@ func (c *Controller) deleteNode(obj any) {
 	if node == nil {
 		return
 	}
+	c.nodesVersion.Add(1)
 	c.nodeMu.Lock()
 	delete(c.pendingNodes, node.Name)
 	c.nodeMu.Unlock()
