@@ -93,7 +93,7 @@ const (
 // classify decides what to do with obj without doing it.
 func (m *claimer) classify(obj metav1.Object) claimAction {
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-		if ref.UID != m.ds.UID {
+		if ref.UID != m.ds.UID || obj.GetNamespace() != m.ds.Namespace {
 			return claimIgnore
 		}
 		return m.classifyControlled(obj)
@@ -168,6 +168,9 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, select
 		// The owner index filed it under our UID: its ControllerRef is
 		// ours, and reading it again costs a cache miss per pod.
 		pod := obj.(*corev1.Pod)
+		if pod.Namespace != ds.Namespace {
+			continue // an ownerReference never crosses namespaces: not ours
+		}
 		claim(pod, m.classifyControlled(pod))
 	}
 	for _, obj := range orphans {

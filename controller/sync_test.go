@@ -122,6 +122,25 @@ func TestSyncAdoptsOrphan(t *testing.T) {
 	}
 }
 
+// An ownerReference never crosses namespaces: a pod of another namespace
+// whose ControllerRef carries our UID is not ours (upstream lists only the
+// DaemonSet's namespace; the garbage collector treats such an owner as
+// absent). Counted as ours, it would leave its node without our pod.
+func TestSyncIgnoresPodOfAnotherNamespaceWithOurUID(t *testing.T) {
+	ds := newDaemonSet("agent")
+	rev := currentRevision(t, ds)
+	foreign := newPodFor(ds, "agent-foreign", "n1")
+	foreign.Namespace = ds.Namespace + "-other"
+	f := newFixture(t, []runtime.Object{ds, rev, newNode("n1", nil), foreign})
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	want := []string{"create pods on n1", "update daemonsets/status agent"}
+	if diff := cmp.Diff(want, summarize(f.actions())); diff != "" {
+		t.Fatalf("actions (-want +got):\n%s", diff)
+	}
+}
+
 func TestSyncDoesNotAdoptWhenDaemonSetIsBeingDeleted(t *testing.T) {
 	ds := newDaemonSet("agent")
 	rev := currentRevision(t, ds)
