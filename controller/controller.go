@@ -48,6 +48,13 @@ const nodeWorkers = 2
 // rollout status` polls at, for a write a second instead of one per sync.
 const DefaultStatusInterval = time.Second
 
+// DefaultPodUpdateBatch is the binary's --pod-update-batch-period. While
+// kwok or kubelets mark thousands of pods Running and Ready, every update
+// woke a full sync of the DaemonSet, back to back; 20 ms lets the updates
+// of that time share one sync, and delays what a readiness change unblocks
+// (the next pod of a rollout) by at most that.
+const DefaultPodUpdateBatch = 20 * time.Millisecond
+
 // statusUpdateRetries bounds the conflict retries of one status write.
 const statusUpdateRetries = 3
 
@@ -97,6 +104,12 @@ type Config struct {
 	// per sync. A new observedGeneration is written at once. 0: a write at
 	// every sync that changes the status (as upstream).
 	StatusInterval time.Duration
+	// PodUpdateBatch is the longest a sync waits after an update of one of
+	// the DaemonSet's pods (binding, phase, readiness), so that the updates
+	// that arrive meanwhile share it. Creates and deletes, which settle
+	// expectations, wake the sync at once, as does a pod starting to
+	// terminate. 0: every update at once (as upstream).
+	PodUpdateBatch time.Duration
 }
 
 // Controller keeps one daemon pod on every eligible node for every DaemonSet.
@@ -140,6 +153,8 @@ type Controller struct {
 	writtenStatus  map[string]writtenStatus // DaemonSet key -> our last status write, while the cache lags it
 	statusWritten  map[string]time.Time     // DaemonSet key -> when we last wrote its status
 	statusInterval time.Duration
+
+	podUpdateBatch time.Duration
 }
 
 // NewController wires informers, queues and handlers. It makes no API calls;
@@ -169,6 +184,9 @@ func NewController(conf Config) (*Controller, error) {
 	}
 	if conf.SyncDelay < 0 {
 		return nil, fmt.Errorf("creating DaemonSet controller: SyncDelay %v is negative", conf.SyncDelay)
+	}
+	if conf.PodUpdateBatch < 0 {
+		return nil, fmt.Errorf("creating DaemonSet controller: PodUpdateBatch %v is negative", conf.PodUpdateBatch)
 	}
 	if conf.Workers <= 0 {
 		conf.Workers = DefaultWorkers
@@ -204,6 +222,7 @@ func NewController(conf Config) (*Controller, error) {
 		writtenStatus:  map[string]writtenStatus{},
 		statusWritten:  map[string]time.Time{},
 		statusInterval: conf.StatusInterval,
+		podUpdateBatch: conf.PodUpdateBatch,
 	}
 	if c.recorder == nil {
 		c.broadcaster = record.NewBroadcaster(record.WithContext(klog.NewContext(context.Background(), c.logger)))
@@ -397,6 +416,17 @@ func (c *Controller) enqueue(ds *appsv1.DaemonSet) {
 		return
 	}
 	c.queue.Add(key)
+}
+
+// enqueuePodUpdate wakes ds's sync for an update of one of its pods, at
+// most PodUpdateBatch later: the delaying queue keeps the earliest of the
+// times asked for a key, so a stream of updates cannot push the sync back.
+func (c *Controller) enqueuePodUpdate(ds *appsv1.DaemonSet) {
+	if c.podUpdateBatch <= 0 {
+		c.enqueue(ds)
+		return
+	}
+	c.enqueueAfter(ds, c.podUpdateBatch)
 }
 
 func (c *Controller) enqueueAfter(ds *appsv1.DaemonSet, after time.Duration) {

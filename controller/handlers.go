@@ -200,7 +200,11 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 		if ds == nil {
 			return
 		}
-		c.enqueue(ds)
+		if refChanged {
+			c.enqueue(ds) // adopted: at once, as a create would
+		} else {
+			c.enqueuePodUpdate(ds)
+		}
 		// Availability is reached minReadySeconds after readiness, and no
 		// event marks that moment; +1s absorbs clock skew as upstream.
 		if !plan.IsPodReady(old) && plan.IsPodReady(cur) && ds.Spec.MinReadySeconds > 0 {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
@@ -254,6 +256,46 @@ func TestPodEventRouting(t *testing.T) {
 		}
 		if diff := cmp.Diff([]string{dsKey(ds) + " 11s"}, f.delayed.takeAfter()); diff != "" {
 			t.Errorf("delayed (-want +got):\n%s", diff)
+		}
+	})
+	// With PodUpdateBatch, updates wait for the batch; what settles
+	// expectations or hands a pod over does not.
+	batched := func(c *Config) { c.PodUpdateBatch = 20 * time.Millisecond }
+	t.Run("batched: an update wakes the sync after the batch", func(t *testing.T) {
+		f := newFixture(t, []runtime.Object{ds}, batched)
+		notReady := owned.DeepCopy()
+		notReady.Status.Conditions[0].Status = corev1.ConditionFalse
+		ready := owned.DeepCopy()
+		ready.ResourceVersion = "2"
+		f.c.updatePod(notReady, ready)
+		if got := f.queued(); len(got) != 0 {
+			t.Errorf("enqueued at once: %v", got)
+		}
+		if diff := cmp.Diff([]string{dsKey(ds) + " 20ms", dsKey(ds) + " 11s"}, f.delayed.takeAfter()); diff != "" {
+			t.Errorf("delayed (-want +got):\n%s", diff)
+		}
+		f.clock.Step(20 * time.Millisecond)
+		if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+			return f.c.queue.Len() == 1, nil
+		}); err != nil {
+			t.Errorf("not enqueued 20 ms later (queue length %d)", f.c.queue.Len())
+		}
+	})
+	t.Run("batched: terminating, adoption and add wake it at once", func(t *testing.T) {
+		f := newFixture(t, []runtime.Object{ds}, batched)
+		terminating := owned.DeepCopy()
+		terminating.ResourceVersion = "2"
+		terminating.DeletionTimestamp = &metav1.Time{Time: t0}
+		f.c.updatePod(owned, terminating)
+		adopted := owned.DeepCopy()
+		adopted.ResourceVersion = "3"
+		f.c.updatePod(orphan(owned.DeepCopy()), adopted)
+		f.c.addPod(owned)
+		if got := f.queued(); len(got) != 1 {
+			t.Errorf("enqueued %v, want the DaemonSet at once", got)
+		}
+		if got := f.delayed.takeAfter(); len(got) != 0 {
+			t.Errorf("delayed %v, want nothing", got)
 		}
 	})
 }

@@ -41,6 +41,9 @@
 //	--status-write-interval 1s  least time between two status writes of one
 //	                       DaemonSet that change only its counters (a new
 //	                       observedGeneration goes at once); 0: every sync
+//	--pod-update-batch-period 20ms  longest a sync waits after an update of
+//	                       one of its pods, so that the updates meanwhile share
+//	                       it; creates and deletes wake it at once; 0: every update
 //	--profiling false      serve pprof under /debug/pprof/ on the metrics port
 //
 // Leader election (on by default, so that several replicas can run):

@@ -51,6 +51,7 @@ type options struct {
 	alwaysAllowPaths  []string
 	expectationsTTL   time.Duration
 	statusInterval    time.Duration
+	podUpdateBatch    time.Duration
 	profiling         bool
 	shutdownGraceTime time.Duration
 }
@@ -93,6 +94,7 @@ func newOptions() *options {
 		alwaysAllowPaths:  slices.Clone(defaultAlwaysAllowPaths),
 		expectationsTTL:   controller.DefaultExpectationsTTL,
 		statusInterval:    controller.DefaultStatusInterval,
+		podUpdateBatch:    controller.DefaultPodUpdateBatch,
 		shutdownGraceTime: 10 * time.Second,
 	}
 }
@@ -131,6 +133,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.expectationsTTL, "expectations-ttl", o.expectationsTTL, "How long unobserved creates and deletes hold a DaemonSet back before the controller acts anyway.")
 	fs.DurationVar(&o.statusInterval, "status-write-interval", o.statusInterval,
 		"Least time between two status writes of one DaemonSet that change only its counters (a new observedGeneration is written at once); 0: write at every sync that changes the status, as kube-controller-manager does.")
+	fs.DurationVar(&o.podUpdateBatch, "pod-update-batch-period", o.podUpdateBatch,
+		"Longest a DaemonSet's sync waits after an update of one of its pods (binding, phase, readiness), so that the updates that arrive meanwhile share one sync; creates, deletes and adoptions wake it at once. 0: a sync for every update, as kube-controller-manager does.")
 	fs.BoolVar(&o.profiling, "profiling", o.profiling,
 		"Serve Go's pprof profiles under /debug/pprof/ on --metrics-bind-address (behind its token check with --secure-metrics). Off by default: the plain-HTTP port has no access control.")
 	fs.DurationVar(&o.shutdownGraceTime, "shutdown-grace-period", o.shutdownGraceTime, "How long HTTP servers get to finish requests on shutdown.")
@@ -190,6 +194,9 @@ func (o *options) validate() error {
 	}
 	if o.statusInterval < 0 {
 		bad("status-write-interval", "must not be negative, got %v", o.statusInterval)
+	}
+	if o.podUpdateBatch < 0 {
+		bad("pod-update-batch-period", "must not be negative, got %v", o.podUpdateBatch)
 	}
 	if o.shutdownGraceTime < 0 {
 		bad("shutdown-grace-period", "must not be negative, got %v", o.shutdownGraceTime)

@@ -63,6 +63,7 @@ func run(ctx context.Context, o *options) error {
 		Metrics:         metrics,
 		ExpectationsTTL: o.expectationsTTL,
 		StatusInterval:  o.statusInterval,
+		PodUpdateBatch:  o.podUpdateBatch,
 	})
 	if err != nil {
 		return err
