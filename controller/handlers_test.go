@@ -73,17 +73,12 @@ func TestNodeUpdateRouting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, objs)
-			cur := n1.DeepCopy()
-			cur.ResourceVersion = "2"
-			tt.mutate(cur)
-			f.addToCache(cur)
-			f.c.updateNode(n1, cur)
-			if !eligibilityInputsChanged(n1, cur) && f.c.nodeQueue.Len() != 0 {
-				t.Fatal("an update that changes no eligibility input reached the node queue")
-			}
-			f.routeNodes()
-			if diff := cmp.Diff(tt.want, f.queued()); diff != "" {
+			got := updateNodeAndRoute(t, objs, n1, tt.mutate, func(f *fixture, cur *corev1.Node) {
+				if !eligibilityInputsChanged(n1, cur) && f.c.nodeQueue.Len() != 0 {
+					t.Fatal("an update that changes no eligibility input reached the node queue")
+				}
+			})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("enqueued DaemonSets (-want +got):\n%s", diff)
 			}
 		})
@@ -125,18 +120,28 @@ func TestNodeUpdateWakesOnlyWhereEligibilityChanged(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, objs)
-			cur := n1.DeepCopy()
-			cur.ResourceVersion = "2"
-			tt.mutate(cur)
-			f.addToCache(cur)
-			f.c.updateNode(n1, cur)
-			f.routeNodes()
-			if diff := cmp.Diff(tt.want, f.queued()); diff != "" {
+			if diff := cmp.Diff(tt.want, updateNodeAndRoute(t, objs, n1, tt.mutate, nil)); diff != "" {
 				t.Errorf("enqueued DaemonSets (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// updateNodeAndRoute updates n1 by mutate in a fixture of objs, routes the
+// node event (after check, if any, has looked at the fixture before
+// routing) and returns the DaemonSets it woke.
+func updateNodeAndRoute(t *testing.T, objs []runtime.Object, n1 *corev1.Node, mutate func(*corev1.Node), check func(*fixture, *corev1.Node)) []string {
+	f := newFixture(t, objs)
+	cur := n1.DeepCopy()
+	cur.ResourceVersion = "2"
+	mutate(cur)
+	f.addToCache(cur)
+	f.c.updateNode(n1, cur)
+	if check != nil {
+		check(f, cur)
+	}
+	f.routeNodes()
+	return f.queued()
 }
 
 func TestNodeTaintTimeAddedIsIgnored(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/dsbench/dsbench/controller/internal/cputime"
 )
 
 // BenchmarkSyncDaemonSet measures one sync of one DaemonSet that has nothing
@@ -84,14 +86,14 @@ func benchmarkSync(b *testing.B, n int, rolling bool) {
 
 	ctx := b.Context()
 	b.ReportAllocs()
-	cpu := processCPUTime(b)
+	cpu := cputime.Must(b)
 	for b.Loop() {
 		if err := f.c.syncDaemonSet(ctx, key); err != nil {
 			b.Fatalf("sync: %v", err)
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(processCPUTime(b)-cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Must(b)-cpu)/float64(b.N), "cpu-ns/op")
 	if got := summarize(f.actions()); len(got) != 0 {
 		b.Fatalf("syncs in the loop made API calls %q, want none", got)
 	}

@@ -12,6 +12,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/dsbench/dsbench/controller/internal/cputime"
 )
 
 // choices turns fuzz bytes into decisions; past the end every answer is 0.
@@ -513,11 +515,11 @@ func BenchmarkCompute(b *testing.B) {
 				in = shuffled(in, rand.New(rand.NewSource(1)))
 			}
 			b.ReportAllocs()
-			cpu := processCPUTime(b)
+			cpu := cputime.Must(b)
 			for b.Loop() {
 				Compute(in)
 			}
-			b.ReportMetric(float64(processCPUTime(b)-cpu)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cputime.Must(b)-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
