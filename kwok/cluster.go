@@ -2,6 +2,7 @@ package kwok
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -133,6 +134,38 @@ func (c *Cluster) Kubeconfig() string { return filepath.Join(c.Dir(), "kubeconfi
 
 // LogDir holds the components' logs.
 func (c *Cluster) LogDir() string { return filepath.Join(c.Dir(), "logs") }
+
+// SaveLog writes the log of component (e.g. "kwok-controller"), gzipped, to
+// dst, so that it outlives the cluster: kwok's log says when it patched each
+// pod, which tells a pod it never started from one it was late to start.
+func (c *Cluster) SaveLog(component, dst string) error {
+	return gzipFile(filepath.Join(c.LogDir(), component+".log"), dst)
+}
+
+func gzipFile(src, dst string) (err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	zw := gzip.NewWriter(out)
+	if _, err := io.Copy(zw, in); err != nil {
+		return fmt.Errorf("compressing %s: %w", src, err)
+	}
+	return zw.Close()
+}
 
 // AuditLog is the path of kube-apiserver's audit log (JSON lines of
 // audit.k8s.io/v1 Event), or "" when ClusterConfig.Audit is nil. It lives in

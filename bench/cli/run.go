@@ -329,6 +329,12 @@ func (st *stage) suite(nodes int, outDir, journalDir string) bench.SuiteConfig {
 // play plays one suite and prints its summary and where its reports went.
 func (st *stage) play(ctx context.Context, conf bench.SuiteConfig) (*bench.SuiteResult, error) {
 	res, err := bench.RunSuite(ctx, conf)
+	if res != nil && res.Dir != "" && st.cluster != nil {
+		// The simulator's own account of the runs, whatever their verdict.
+		if lerr := st.cluster.SaveLog("kwok-controller", filepath.Join(res.Dir, "logs", "kwok-controller.log.gz")); lerr != nil {
+			fmt.Fprintf(st.env.Stderr, "saving kwok's log: %v\n", lerr)
+		}
+	}
 	if err != nil {
 		return res, err
 	}
