@@ -93,7 +93,7 @@ const (
 // classify decides what to do with obj without doing it.
 func (m *claimer) classify(obj metav1.Object) claimAction {
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-		if ref.UID != m.ds.UID || obj.GetNamespace() != m.ds.Namespace {
+		if ref.UID != m.ds.UID {
 			return claimIgnore
 		}
 		return m.classifyControlled(obj)
@@ -144,7 +144,7 @@ func releasePatch(ds *appsv1.DaemonSet, uid types.UID) ([]byte, error) {
 // its namespace from the index. On error the caller must not act on the
 // result: a pod it failed to adopt would look like a missing pod.
 func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
-	owned, err := c.podIndexer.ByIndex(podByOwnerIndex, string(ds.UID))
+	owned, err := c.podIndexer.ByIndex(podByOwnerIndex, ownerIndexKey(ds.Namespace, ds.UID))
 	if err != nil {
 		return nil, fmt.Errorf("listing pods of DaemonSet from cache: %w", err)
 	}
@@ -168,9 +168,6 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, select
 		// The owner index filed it under our UID: its ControllerRef is
 		// ours, and reading it again costs a cache miss per pod.
 		pod := obj.(*corev1.Pod)
-		if pod.Namespace != ds.Namespace {
-			continue // an ownerReference never crosses namespaces: not ours
-		}
 		claim(pod, m.classifyControlled(pod))
 	}
 	for _, obj := range orphans {

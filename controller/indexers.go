@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -20,6 +21,12 @@ const (
 
 func orphanIndexKey(namespace string) string { return "orphan/" + namespace }
 
+// ownerIndexKey files a pod under its namespace and controller's UID: an
+// ownerReference never crosses namespaces, so a pod of another namespace
+// that names our UID is not ours (upstream lists only the DaemonSet's
+// namespace; the garbage collector treats such an owner as absent).
+func ownerIndexKey(namespace string, uid types.UID) string { return namespace + "/" + string(uid) }
+
 func podIndexers() cache.Indexers {
 	return cache.Indexers{
 		podByOwnerIndex: func(obj any) ([]string, error) {
@@ -28,7 +35,7 @@ func podIndexers() cache.Indexers {
 				return nil, nil
 			}
 			if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-				return []string{string(ref.UID)}, nil
+				return []string{ownerIndexKey(pod.Namespace, ref.UID)}, nil
 			}
 			return []string{orphanIndexKey(pod.Namespace)}, nil
 		},
