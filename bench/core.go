@@ -226,7 +226,7 @@ func (c *Core) Observe(ev oracle.Event, arrived time.Time) {
 	c.seen.note(ev)
 	if p, ok := ev.Object.(*corev1.Pod); ok {
 		c.stalls.observe(p.Namespace+"/"+p.Name, p, ev.Kind == oracle.Deleted, ev.Time)
-		if ref := metav1.GetControllerOf(p); ev.Kind == oracle.Added && len(c.steps) > 0 && ref != nil && ref.Kind == "DaemonSet" {
+		if ref := metav1.GetControllerOfNoCopy(p); ev.Kind == oracle.Added && len(c.steps) > 0 && ref != nil && ref.Kind == "DaemonSet" {
 			c.podsCreated++
 		}
 	}
