@@ -60,6 +60,8 @@ const (
 	// happen. The controller reacts to an event within tens of milliseconds.
 	quietWindow = 5 * time.Second
 	pollEvery   = 100 * time.Millisecond
+	// callTimeout bounds one poll's requests.
+	callTimeout = 20 * time.Second
 )
 
 // ---------------------------------------------------------------------------
@@ -417,12 +419,26 @@ func (e *env) waitFor(timeout time.Duration, what string, cond func(ctx context.
 		}
 	}()
 	err := wait.PollUntilContextTimeout(e.ctx, pollEvery, timeout, true, func(ctx context.Context) (bool, error) {
+		// One hung request must not use up the whole wait.
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
 		done, s, err := cond(ctx)
-		state, lastErr = s, err
+		if err == nil {
+			state = s // the last state the API told, kept through errors
+		}
+		lastErr = err
 		return err == nil && done, nil
 	})
 	if err != nil {
-		e.t.Fatalf("waiting %v for %s: %v\nlast state: %s\nlast error: %v", timeout, what, err, state, lastErr)
+		diagnosis := ""
+		if lastErr != nil {
+			// The API did not answer: say whether the cluster or the machine
+			// was to blame, so that a failure in CI can be told apart.
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			diagnosis = "\ncluster and machine:\n" + e.cluster.Diagnose(ctx)
+		}
+		e.t.Fatalf("waiting %v for %s: %v\nlast state: %s\nlast error: %v%s", timeout, what, err, state, lastErr, diagnosis)
 	}
 }
 

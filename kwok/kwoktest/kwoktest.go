@@ -119,6 +119,12 @@ func logToFile(path string) (restore func()) {
 	}
 	klog.LogToStderr(false)
 	klog.SetOutput(f)
+	// Errors, too, go only to the file (klog copies them to stderr by default).
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	if err := fs.Set("stderrthreshold", "FATAL"); err != nil {
+		fmt.Fprintf(os.Stderr, "kwoktest: klog errors stay on stderr too: %v\n", err)
+	}
 	return func() {
 		klog.Flush()
 		klog.SetOutput(os.Stderr)
