@@ -12,7 +12,7 @@ TEST_ENV := DSBENCH_REQUIRE_CLUSTER=1
 TEST_TIMEOUT ?= 35m
 BENCH_FLAGS ?=
 
-.PHONY: help tools build test test-unit bench bench-baseline bench-chaos bench-scale bench-targets bench-join-leave mutants verify fuzz clean cleanup-test-clusters
+.PHONY: help tools build test test-unit bench bench-baseline bench-chaos bench-scale bench-targets bench-join-leave bench-memory mutants verify fuzz clean cleanup-test-clusters
 
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -67,6 +67,13 @@ CHURN_FLAGS ?=
 
 bench-join-leave: tools build ## The node-churn target: 10% of the nodes join while 10% leave, each over 10 s (50 a second each at CHURN_NODES=5000), CHURN_REPS interleaved runs of ours, ours-direct, upstream and the floor.
 	$(CACHE)/dsbench run --nodes $(CHURN_NODES) --repetitions $(CHURN_REPS) --controller ours,ours-direct,upstream,floor $(CHURN_FLAGS) bench-join-leave
+
+MEMORY_NODES ?= 5000
+MEMORY_REPS ?= 3
+MEMORY_FLAGS ?=
+
+bench-memory: tools build ## The memory target: 3 DaemonSets on every node of MEMORY_NODES=5000 (15,000 pods), created, then one rolled; MEMORY_REPS interleaved runs of ours and upstream; compare "controller peak RSS".
+	$(CACHE)/dsbench run --nodes $(MEMORY_NODES) --repetitions $(MEMORY_REPS) --controller ours,upstream $(MEMORY_FLAGS) bench-memory
 
 mutants: tools build ## Play each broken variant of our controller on the scenarios that exercise its bug (100 nodes); print which invariant caught it.
 	$(GO) build -tags mutants -o $(CACHE)/daemonset-controller-mutants ./cmd/daemonset-controller
