@@ -669,8 +669,8 @@ func (c *Core) Finish(run reports.Run, in FinishInput) reports.Run {
 		if j.PodReady.IsZero() {
 			continue
 		}
-		run.NodeJoins = append(run.NodeJoins, reports.NodeLatency{Node: j.Node, Seconds: j.Latency().Seconds()})
-		run.NodeEligible = append(run.NodeEligible, reports.NodeLatency{Node: j.Node, Seconds: j.ClusterShare().Seconds()})
+		run.NodeJoins = append(run.NodeJoins, reports.NodeLatency{Node: j.Node, Seconds: j.Latency().Seconds(), Start: j.MustRun})
+		run.NodeEligible = append(run.NodeEligible, reports.NodeLatency{Node: j.Node, Seconds: j.ClusterShare().Seconds(), Start: j.NodeAdded})
 	}
 	keys := make([]string, 0, len(c.timeline))
 	for k := range c.timeline {

@@ -133,8 +133,12 @@ func checkRun(run *Run) []Finding {
 				open++
 			}
 		}
-		add(SeverityWarn, CheckSimulatorStall, "kwok left %d %s Pending on Ready nodes (longest %ss, %d never started); the harness nudged each; the run is left out of the statistics, since its times include the stall",
-			len(st), plural(len(st), "pod", "pods"), fmtDecimal(worst), open)
+		left := "the run is left out of the statistics, since its times include the stall"
+		if joinsAfterStalls(run) {
+			left = "the run is left out of the statistics but for its node joins, which all began " + StallSettle.String() + " or more after the last stall ended"
+		}
+		add(SeverityWarn, CheckSimulatorStall, "kwok left %d %s Pending on Ready nodes (longest %ss, %d never started); the harness nudged each; %s",
+			len(st), plural(len(st), "pod", "pods"), fmtDecimal(worst), open, left)
 	}
 	if h := run.Harness; h != nil && h.Rejected > 0 {
 		add(SeverityFail, CheckHarnessLimited, "the oracle could not apply %d watch events: its view is incomplete", h.Rejected)

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,8 +20,8 @@ func TestRunMetrics(t *testing.T) {
 			{Name: "update", Converged: true, Seconds: 5},
 			{Name: "update", Converged: true, Seconds: 1},
 		},
-		Rollouts:     []Rollout{{Step: "update", Complete: true, Seconds: 4.5, Nodes: []NodeLatency{{"a", 1}, {"b", 3}, {"c", 4.5}}}},
-		NodeJoins:    []NodeLatency{{"a", 0.5}, {"b", 0.7}, {"c", 2}},
+		Rollouts:     []Rollout{{Step: "update", Complete: true, Seconds: 4.5, Nodes: []NodeLatency{{Node: "a", Seconds: 1}, {Node: "b", Seconds: 3}, {Node: "c", Seconds: 4.5}}}},
+		NodeJoins:    []NodeLatency{{Node: "a", Seconds: 0.5}, {Node: "b", Seconds: 0.7}, {Node: "c", Seconds: 2}},
 		Violations:   []Violation{{Kind: "missing-pod", Expected: true}, {Kind: "extra-pod"}},
 		Availability: []Availability{{PeakUnavailable: 1, AllowedUnavailable: 1}, {PeakUnavailable: 2, AllowedUnavailable: 1}},
 		APIRequests:  map[string]int64{"list": 2, "create": 3},
@@ -38,6 +39,22 @@ func TestRunMetrics(t *testing.T) {
 	// kwok left a pod Pending: the run's times are the simulator's.
 	stalled := full
 	stalled.SimulatorStalls = []SimulatorStall{{Pod: "bench/agent-x", Node: "n1", Seconds: 30, Nudged: true}}
+	// Stalls that ended StallSettle before the first join leave the joins'
+	// latencies standing, and nothing else; any closer, open or during the
+	// joins, and the run gives no metric.
+	j0 := start.Add(time.Minute)
+	joinsAt := func(first time.Duration) []NodeLatency {
+		return []NodeLatency{{Node: "a", Seconds: 0.5, Start: j0.Add(first)}, {Node: "b", Seconds: 0.7, Start: j0.Add(first + time.Second)}, {Node: "c", Seconds: 2, Start: j0.Add(first + 2*time.Second)}}
+	}
+	createStall := []SimulatorStall{{Pod: "bench/agent-x", Node: "n1", Start: j0.Add(-10 * time.Second), Seconds: 10, Nudged: true}} // ends at j0
+	stalledBeforeJoins := stalled
+	stalledBeforeJoins.SimulatorStalls, stalledBeforeJoins.NodeJoins = createStall, joinsAt(StallSettle)
+	stalledJustBeforeJoins := stalledBeforeJoins
+	stalledJustBeforeJoins.NodeJoins = joinsAt(StallSettle - time.Second)
+	openStall := stalledBeforeJoins
+	openStall.SimulatorStalls = []SimulatorStall{{Pod: "bench/agent-x", Node: "n1", Start: j0.Add(-10 * time.Second), Seconds: 10, Nudged: true, Open: true}}
+	stallDuringJoins := stalledBeforeJoins
+	stallDuringJoins.SimulatorStalls = append(slices.Clone(createStall), SimulatorStall{Pod: "bench/agent-y", Node: "joining-1", Start: j0.Add(StallSettle + time.Second), Seconds: 21, Nudged: true})
 	// Pods-exist times only for create steps; the slowest of several rollouts.
 	exist := func(sec float64) *float64 { return &sec }
 	several := full
@@ -68,6 +85,10 @@ func TestRunMetrics(t *testing.T) {
 		}},
 		{name: "failed", run: failed, want: map[string]float64{}},
 		{name: "simulator stall", run: stalled, want: map[string]float64{}},
+		{name: "stalls ended before the joins", run: stalledBeforeJoins, want: map[string]float64{"node-join-p99": 2}},
+		{name: "stalls ended less than StallSettle before the joins", run: stalledJustBeforeJoins, want: map[string]float64{}},
+		{name: "open stall", run: openStall, want: map[string]float64{}},
+		{name: "stall during the joins", run: stallDuringJoins, want: map[string]float64{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -162,6 +183,12 @@ func TestCheckRun(t *testing.T) {
 		}, want: []string{
 			`fail unexpected-violation: 1 unexpected violation (extra-pod ×1); first: extra-pod on node "n1" at +3.00s for 1.50s`,
 			"warn simulator-stall: kwok left 1 pod Pending on Ready nodes (longest 31.50s, 0 never started); the harness nudged each; the run is left out of the statistics, since its times include the stall",
+		}},
+		{name: "simulator stall before the node joins", mutate: func(r *Run) {
+			r.SimulatorStalls = []SimulatorStall{{Pod: "ns/p", Node: "n1", Start: r.Start, Seconds: 25, Nudged: true}}
+			r.NodeJoins = []NodeLatency{{Node: "j1", Seconds: 0.5, Start: r.Start.Add(45 * time.Second)}}
+		}, want: []string{
+			"warn simulator-stall: kwok left 1 pod Pending on Ready nodes (longest 25.00s, 0 never started); the harness nudged each; the run is left out of the statistics but for its node joins, which all began 20s or more after the last stall ended",
 		}},
 		{name: "coverage", mutate: func(r *Run) {
 			r.Coverage = Coverage{PodsExpected: 200, PodsObserved: 199, ObservedFraction: 0.995, NodeReadyFlaps: 3,

@@ -321,6 +321,9 @@ type Rollout struct {
 type NodeLatency struct {
 	Node    string  `json:"node"`
 	Seconds float64 `json:"seconds"`
+	// Start is when the latency began (for a node join, when the node
+	// became eligible); zero where it was not recorded.
+	Start time.Time `json:"start,omitzero"`
 }
 
 // Violation is an interval during which an invariant checked by the oracle did not hold.
