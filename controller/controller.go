@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/dsbench/dsbench/controller/internal/pacing"
 	"github.com/dsbench/dsbench/controller/plan"
 )
 
@@ -79,6 +80,12 @@ type Config struct {
 	// 0 means DefaultMaxCreateBatch. Unlike upstream's burst of 250 it does
 	// not end the sync: the batches go on at this size.
 	MaxCreateBatch int
+	// AdaptiveCreates paces creates to the API server: a controller-wide
+	// limit on creates in flight, between pacing.DefaultMinLimit and
+	// MaxCreateBatch, that grows while creates are acknowledged about as
+	// fast as the fastest seen and shrinks as they slow down (package
+	// pacing). false: each sync's batches go at their full size.
+	AdaptiveCreates bool
 	// BindMode is how created pods are bound; "" means plan.BindScheduler.
 	BindMode plan.BindMode
 	// Clock drives expectations, the planner's now and the workqueues; nil
@@ -124,6 +131,7 @@ type Controller struct {
 	workers        int
 	burstReplicas  int
 	maxCreateBatch int
+	createLimiter  *pacing.Limiter // nil: no pacing
 	bindMode       plan.BindMode
 	syncDelay      time.Duration
 
@@ -223,6 +231,9 @@ func NewController(conf Config) (*Controller, error) {
 		statusWritten:  map[string]time.Time{},
 		statusInterval: conf.StatusInterval,
 		podUpdateBatch: conf.PodUpdateBatch,
+	}
+	if conf.AdaptiveCreates {
+		c.createLimiter = pacing.New(pacing.DefaultMinLimit, pacing.DefaultInitialLimit, c.maxCreateBatch, c.clock.Now)
 	}
 	if c.recorder == nil {
 		c.broadcaster = record.NewBroadcaster(record.WithContext(klog.NewContext(context.Background(), c.logger)))

@@ -31,6 +31,8 @@ type Metrics struct {
 	dsSyncs      *prometheus.CounterVec
 	// statusDeferred counts status writes put off by StatusInterval.
 	statusDeferred prometheus.Counter
+	// createLimit is the adaptive limit on creates in flight.
+	createLimit prometheus.Gauge
 
 	wqDepth       *prometheus.GaugeVec
 	wqAdds        *prometheus.CounterVec
@@ -87,6 +89,10 @@ func NewMetrics() *Metrics {
 		Namespace: ns, Name: "status_writes_deferred_total",
 		Help: "Status writes put off because the DaemonSet's status was written less than --status-write-interval before (its counters are written with the next one).",
 	})
+	m.createLimit = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: ns, Name: "create_limit",
+		Help: "The adaptive limit on pod creates in flight (--create-pacing=adaptive), as last set.",
+	})
 
 	q := []string{"name"}
 	m.wqDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -119,7 +125,7 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.syncDuration, m.podsCreated, m.podsDeleted, m.podErrors, m.apiRequests,
-		m.dsDesired, m.dsUpdated, m.dsAvailable, m.dsSyncs, m.statusDeferred,
+		m.dsDesired, m.dsUpdated, m.dsAvailable, m.dsSyncs, m.statusDeferred, m.createLimit,
 		m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongestProc, m.wqRetries,
 	)
 	return m

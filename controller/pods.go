@@ -112,7 +112,18 @@ func (c *Controller) applyPods(ctx context.Context, ds *appsv1.DaemonSet, key, h
 func (c *Controller) createPod(ctx context.Context, ds *appsv1.DaemonSet, key, hash, node string) error {
 	ds, hash = createTemplate(key, ds, hash, node)
 	pod := plan.NewPod(ds, hash, node, c.bindMode)
+	if c.createLimiter != nil {
+		if err := c.createLimiter.Acquire(ctx); err != nil {
+			c.expectations.CreationObserved(key, 1)
+			return fmt.Errorf("waiting to create a pod on node %s: %w", node, err)
+		}
+	}
+	start := c.clock.Now()
 	created, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if c.createLimiter != nil {
+		c.createLimiter.Release(c.clock.Since(start), err == nil)
+		c.metrics.createLimit.Set(float64(c.createLimiter.Limit()))
+	}
 	if err != nil {
 		// The informer will never see this pod: stop waiting for it now.
 		c.expectations.CreationObserved(key, 1)

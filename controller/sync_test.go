@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/dsbench/dsbench/controller/internal/pacing"
 	"github.com/dsbench/dsbench/controller/plan"
 )
 
@@ -287,6 +289,37 @@ func TestSyncSlowStartAndBurstCap(t *testing.T) {
 			adds, _ := f.c.expectations.Pending(dsKey(ds))
 			if want := tt.wantCreates - len(tt.failNodes); adds != want {
 				t.Errorf("pending creates = %d, want %d (only successful creates are awaited)", adds, want)
+			}
+		})
+	}
+}
+
+// Adaptive pacing puts every create through the controller's limiter (its
+// limit, 32 to start with, is exported) and loses none of them. That the
+// limiter bounds the calls in flight is pacing's own test; the fake client
+// runs its reactors one at a time, so it cannot show concurrency here.
+func TestSyncAdaptiveCreates(t *testing.T) {
+	for _, adaptive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("adaptive=%v", adaptive), func(t *testing.T) {
+			ds := newDaemonSet("agent")
+			objs := []runtime.Object{ds, currentRevision(t, ds)}
+			for i := range 127 { // batches 1 2 4 8 16 32 64
+				objs = append(objs, newNode(fmt.Sprintf("n%03d", i), nil))
+			}
+			f := newFixture(t, objs, func(c *Config) { c.AdaptiveCreates = adaptive })
+			if err := f.sync(dsKey(ds)); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(filterActions(f.actions(), "create pods")); got != 127 {
+				t.Errorf("create calls = %d, want 127", got)
+			}
+			want := 0.0 // never set
+			if adaptive {
+				want = pacing.DefaultInitialLimit
+			}
+			got, _ := metricValue(t, f.c.Metrics(), MetricsNamespace+"_create_limit", map[string]string{})
+			if got != want {
+				t.Errorf("create_limit = %v, want %v", got, want)
 			}
 		})
 	}

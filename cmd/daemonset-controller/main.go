@@ -36,6 +36,10 @@
 //	                       batches double up to it, then go on at it in the
 //	                       same sync (a 5000-node DaemonSet would otherwise
 //	                       send 2048 at once to a real API server)
+//	--create-pacing batch  "adaptive": one limit on creates in flight for the
+//	                       whole controller, 8 to --max-create-batch, that
+//	                       grows while creates are acknowledged fast and
+//	                       shrinks as the API server queues them
 //	--expectations-ttl 5m  how long unobserved creates/deletes hold a DaemonSet
 //	                       back; failed calls never do
 //	--status-write-interval 1s  least time between two status writes of one

@@ -35,6 +35,7 @@ type options struct {
 	bindMode       string
 	burstReplicas  int
 	maxCreateBatch int
+	createPacing   string
 	syncDelay      time.Duration
 
 	leaderElect       bool
@@ -82,6 +83,7 @@ func newOptions() *options {
 		qps:               defaultQPS,
 		burst:             defaultBurst,
 		maxCreateBatch:    controller.DefaultMaxCreateBatch,
+		createPacing:      createPacingBatch,
 		contentType:       defaultContentType,
 		bindMode:          string(plan.BindScheduler),
 		leaderElect:       true,
@@ -114,6 +116,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Cap on the creates and on the deletes of one sync; 0: no cap (upstream's fixed 250 slows large clusters). Creates always go in slow-start batches 1, 2, 4, ... that stop at the first failing batch.")
 	fs.IntVar(&o.maxCreateBatch, "max-create-batch", o.maxCreateBatch,
 		"Cap on creates in flight at once: slow-start batches double up to this size, then go on at it within the same sync.")
+	fs.StringVar(&o.createPacing, "create-pacing", o.createPacing,
+		`How creates are paced: "batch" sends each sync's slow-start batches at their full size; "adaptive" adds a controller-wide limit on creates in flight (8 to --max-create-batch) that grows while creates are acknowledged fast and shrinks as the API server queues them, leaving it headroom for the scheduler's bindings and the kubelets.`)
 	fs.BoolVar(&o.leaderElect, "leader-elect", o.leaderElect, "Elect a leader through a Lease before syncing, so that several replicas can run.")
 	fs.StringVar(&o.leaseName, "leader-elect-resource-name", o.leaseName, "Name of the Lease used for leader election.")
 	fs.StringVar(&o.leaseNamespace, "leader-elect-resource-namespace", o.leaseNamespace,
@@ -179,6 +183,9 @@ func (o *options) validate() error {
 	case plan.BindScheduler, plan.BindDirect:
 	default:
 		bad("bind-mode", "must be %q or %q, got %q", plan.BindScheduler, plan.BindDirect, o.bindMode)
+	}
+	if o.createPacing != createPacingBatch && o.createPacing != createPacingAdaptive {
+		bad("create-pacing", "must be %q or %q, got %q", createPacingBatch, createPacingAdaptive, o.createPacing)
 	}
 	if o.maxCreateBatch < 1 {
 		bad("max-create-batch", "must be at least 1, got %d", o.maxCreateBatch)
@@ -301,3 +308,9 @@ func parse(args []string) (*options, error) {
 	}
 	return o, nil
 }
+
+// Values of --create-pacing.
+const (
+	createPacingBatch    = "batch"
+	createPacingAdaptive = "adaptive"
+)
