@@ -179,6 +179,17 @@ func (r *Runner) WithFloor(conf FloorConfig) *Runner {
 	return &c
 }
 
+// ForWarmup is a copy of the runner for a warm-up run: its logs go to a
+// warmup folder beside the others, and it keeps no journal.
+func (r *Runner) ForWarmup() *Runner {
+	c := *r
+	if c.conf.LogDir != "" {
+		c.conf.LogDir = filepath.Join(c.conf.LogDir, "warmup")
+	}
+	c.conf.JournalDir = ""
+	return &c
+}
+
 // Run plays one repetition of the scenario against one controller and
 // returns what it measured. It never panics on a bad cluster: a failure is
 // recorded in the run's Outcome and Error, with everything measured so far.

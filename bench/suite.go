@@ -41,6 +41,12 @@ type SuiteConfig struct {
 	// Interleave alternates controllers per repetition instead of running
 	// each controller's repetitions together.
 	Interleave bool
+	// Warmup plays the first scenario once before the measured runs, with
+	// the first of ours, ours-direct and upstream listed, and keeps it in
+	// the report's warmups (judged, not measured): the first run on nodes
+	// just created is slower for whichever controller plays it, and with
+	// interleaving that is always the first listed.
+	Warmup bool
 	// Controller is the template of ours (in either bind mode) and
 	// upstream: workers, client QPS and burst, extra arguments.
 	Controller ControllerConfig
@@ -129,6 +135,16 @@ func RunSuite(ctx context.Context, conf SuiteConfig) (*SuiteResult, error) {
 	stampProvenance(report)
 	res := &SuiteResult{Report: report, Dir: out}
 	save := func() error { return reports.Write(out, report) }
+	if which, ok := warmupController(conf.Controllers); conf.Warmup && ok && len(conf.Scenarios) > 0 && ctx.Err() == nil {
+		run := runner.ForWarmup().Run(ctx, conf.Scenarios[0], which, 0)
+		if conf.Progress != nil {
+			conf.Progress.Done()
+		}
+		report.Warmups = append(report.Warmups, run)
+		if err := save(); err != nil {
+			return res, err
+		}
+	}
 	for _, sc := range conf.Scenarios {
 		pacer := floorPacer{candidates: conf.FloorInFlight, qps: conf.FloorQPS}
 		for _, slot := range runOrder(conf.Controllers, suiteRepetitions(sc, conf.Repetitions), conf.Interleave) {
@@ -218,6 +234,18 @@ func Judge(r *reports.Report, b *reports.Baseline) Verdict {
 		}
 	}
 	return v
+}
+
+// warmupController is the first listed controller that the harness starts
+// and that plays every scenario: not the floor, which adopts no orphans,
+// nor the external controller, which the harness does not start.
+func warmupController(which []Controller) (Controller, bool) {
+	for _, w := range which {
+		if w == Ours || w == OursDirect || w == Upstream {
+			return w, true
+		}
+	}
+	return "", false
 }
 
 // suiteRepetitions is how often each controller plays sc: override when

@@ -281,3 +281,22 @@ func TestRunSuiteRefusesExternal(t *testing.T) {
 		})
 	}
 }
+
+func TestWarmupController(t *testing.T) {
+	for _, tc := range []struct {
+		which []Controller
+		want  Controller
+		ok    bool
+	}{
+		{[]Controller{Ours, Upstream}, Ours, true},
+		{[]Controller{Floor, Upstream, Ours}, Upstream, true}, // the floor adopts no orphans
+		{[]Controller{OursDirect}, OursDirect, true},
+		{[]Controller{Floor}, "", false},
+		{[]Controller{External}, "", false}, // the harness starts nothing
+	} {
+		got, ok := warmupController(tc.which)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("warmupController(%v) = %q, %v; want %q, %v", tc.which, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -55,6 +55,13 @@ func CheckInvariants(r *Report) []Finding {
 			out = append(out, checkRun(run)...)
 		}
 	}
+	// A warm-up is judged as any run: a bug it shows is a bug.
+	for i := range r.Warmups {
+		for _, f := range checkRun(&r.Warmups[i]) {
+			f.Detail = "warm-up run: " + f.Detail
+			out = append(out, f)
+		}
+	}
 	return out
 }
 

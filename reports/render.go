@@ -110,6 +110,9 @@ func (a *analysis) paramsTable() table {
 	add("nodes", fmt.Sprint(r.Params.Nodes))
 	add("repetitions", fmt.Sprintf("%d (interleaved: %s)", r.Params.Repetitions, yesNo(r.Params.Interleaved)))
 	add("seed", fmt.Sprint(r.Params.Seed))
+	for _, w := range r.Warmups {
+		add("warm-up (not measured)", fmt.Sprintf("%s, %s: %s in %s s", w.Scenario, w.Controller, w.Outcome, fmtNum(w.End.Sub(w.Start).Seconds())))
+	}
 	if r.Params.StepTimeoutSeconds > 0 {
 		add("step timeout", fmtNum(r.Params.StepTimeoutSeconds)+" s")
 	}

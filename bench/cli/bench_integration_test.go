@@ -134,13 +134,20 @@ func TestSmokeBench(t *testing.T) {
 func TestOursDirectSmoke(t *testing.T) {
 	args := clusterArgs(t)
 	out := t.TempDir()
-	cmd := append([]string{"run", "--out", out, "--nodes", "30", "--repetitions", "1", "--controller", "ours,ours-direct", "bench-rollout"}, args...)
+	cmd := append([]string{"run", "--out", out, "--nodes", "30", "--repetitions", "1", "--controller", "ours,ours-direct", "--warmup", "on", "bench-rollout"}, args...)
 	if _, err := runCLI(t, cmd...); err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	dir, r := onlyReport(t, out)
 	if len(r.Runs) != 2 {
 		t.Fatalf("%d runs, want ours and ours-direct once each", len(r.Runs))
+	}
+	// The warm-up: ours once, before the others, kept apart with its log.
+	if len(r.Warmups) != 1 || r.Warmups[0].Controller != reports.ControllerOurs || !r.Warmups[0].OK() || !r.Warmups[0].End.Before(r.Runs[0].Start) {
+		t.Errorf("warmups = %+v, want one successful run of ours before the measured ones", r.Warmups)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "logs", "warmup", "bench-rollout-ours-0.log")); err != nil {
+		t.Errorf("warm-up log: %v", err)
 	}
 	for _, run := range r.Runs {
 		if !run.OK() {

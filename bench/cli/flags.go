@@ -162,6 +162,9 @@ func (f *runFlags) validate(fs *pflag.FlagSet, e *flagErrors) {
 	if f.reps < 0 || f.reps > scenarios.MaxRepetitions {
 		e.add("repetitions", f.reps, "want 0 (the scenario's own) to %d", scenarios.MaxRepetitions)
 	}
+	if f.warmup != warmupOn && f.warmup != warmupOff && f.warmup != warmupAuto {
+		e.add("warmup", f.warmup, "want %q, %q or %q", warmupOn, warmupOff, warmupAuto)
+	}
 	e.positive("workers", f.workers)
 	e.rate("kube-api-qps", f.qps)
 	e.notNegative("kube-api-burst", f.burst)

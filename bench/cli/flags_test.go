@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dsbench/dsbench/bench"
+	"github.com/dsbench/dsbench/scenarios"
 )
 
 // isolatedEnv points the cache (control plane, controller binaries,
@@ -106,6 +107,7 @@ func TestRunFlags(t *testing.T) {
 		{"negative floor pacing", run("--controller", "floor", "--floor-inflight", "-8"), []string{"--floor-inflight -8"}},
 		{"negative floor qps", run("--controller", "floor", "--floor-qps", "-1"), []string{"--floor-qps -1"}},
 		{"floor pacing without the floor", run("--floor-inflight", "8"), []string{"--floor-inflight with --controller ours"}},
+		{"bad warmup", run("--warmup", "yes"), []string{`--warmup "yes"`, `"on", "off" or "auto"`}},
 		{"negative sync delay", run("--sync-delay", "-1s"), []string{"--sync-delay -1s"}},
 		{"sync delay without ours", run("--controller", "upstream", "--sync-delay", "1s"), []string{"--sync-delay with --controller upstream"}},
 		{"name not a DNS label", run("--name", "Not_A_Label"), []string{`--name "Not_A_Label"`, "DNS label"}},
@@ -411,5 +413,29 @@ func TestExternalFlags(t *testing.T) {
 				t.Errorf("flag errors %v, want one with %q", e, tt.want)
 			}
 		})
+	}
+}
+
+func TestWarmsUp(t *testing.T) {
+	small, _, err := scenarios.LoadLibrary("bench-rollout") // 100 nodes of its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs := []*scenarios.Scenario{small}
+	for _, tc := range []struct {
+		warmup string
+		nodes  int
+		want   bool
+	}{
+		{warmupAuto, 0, false},
+		{warmupAuto, warmupAutoNodes - 1, false},
+		{warmupAuto, warmupAutoNodes, true},
+		{warmupOn, 0, true},
+		{warmupOff, 5000, false},
+	} {
+		f := &runFlags{warmup: tc.warmup}
+		if got := f.warmsUp(scs, tc.nodes); got != tc.want {
+			t.Errorf("--warmup %s at %d nodes: warms up %v, want %v", tc.warmup, tc.nodes, got, tc.want)
+		}
 	}
 }
