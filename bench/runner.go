@@ -421,6 +421,27 @@ func (s *runState) progress(format string, args ...any) {
 	}
 }
 
+// deletePodsAttempts bounds deletePods: each attempt is one request of up
+// to the client's timeout.
+const deletePodsAttempts = 6
+
+// deletePods deletes every pod in ns. One DeleteCollection of 15,000 pods
+// outlasts the client's 60 s timeout on a loaded 2-core machine, and the
+// server stops where it was; each retry deletes what is left.
+func deletePods(ctx context.Context, c kubernetes.Interface, ns string, grace *int64) error {
+	var err error
+	for range deletePodsAttempts {
+		err = c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: grace}, metav1.ListOptions{})
+		if err == nil || apierrors.IsNotFound(err) {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%d attempts: %w", deletePodsAttempts, err)
+}
+
 // reset removes what earlier runs left: on an owned cluster every fake node
 // and every DaemonSet, pod and revision in any namespace; elsewhere those in
 // the scenario's namespaces only.
@@ -456,7 +477,7 @@ func (s *runState) reset(ctx context.Context) error {
 			if err := c.AppsV1().ControllerRevisions(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("deleting ControllerRevisions in %s: %w", ns, err)
 			}
-			if err := c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			if err := deletePods(ctx, c, ns, &zero); err != nil {
 				return fmt.Errorf("deleting pods in %s: %w", ns, err)
 			}
 		}
