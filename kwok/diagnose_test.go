@@ -9,14 +9,6 @@ import (
 )
 
 func TestDiagnoseOfAClusterThatIsNotThere(t *testing.T) {
-	dir := t.TempDir()
-	c, err := Open(ClusterConfig{Name: "x", Workdir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(c.LogDir(), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	etcd := `{"level":"info","msg":"ok"}
 {"level":"warn","msg":"apply request took too long","took":"2.5s"}
 {"level":"info","msg":"ok"}
@@ -25,11 +17,7 @@ func TestDiagnoseOfAClusterThatIsNotThere(t *testing.T) {
 		"W1125 12:00:01.000000 1 a.go:1] slow watch\n" +
 		"E1125 12:00:02.000000 1 a.go:1] \"Unhandled Error\" err=\"timeout\"\n" +
 		"Error: not a klog line\n"
-	for name, body := range map[string]string{"etcd.log": etcd, "kube-apiserver.log": apiserver} {
-		if err := os.WriteFile(filepath.Join(c.LogDir(), name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := clusterWithLogs(t, t.TempDir(), map[string]string{"etcd.log": etcd, "kube-apiserver.log": apiserver})
 	got := c.Diagnose(context.Background())
 	for _, want := range []string{
 		"readyz:",                  // no kubeconfig: said, not a panic

@@ -509,21 +509,18 @@ func Validate(r *Report) error {
 			for _, s := range run.Steps {
 				checkSeconds("step "+s.Name, s.Seconds)
 			}
-			for _, ro := range run.Rollouts {
-				checkSeconds("rollout "+ro.DaemonSet, ro.Seconds)
-				for _, n := range ro.Nodes {
-					checkSeconds("rollout node "+n.Node, n.Seconds)
+			checkNodes := func(what string, nodes []NodeLatency) {
+				for _, n := range nodes {
+					checkSeconds(what+" "+n.Node, n.Seconds)
 				}
 			}
-			for _, n := range run.NodeJoins {
-				checkSeconds("node join "+n.Node, n.Seconds)
+			for _, ro := range run.Rollouts {
+				checkSeconds("rollout "+ro.DaemonSet, ro.Seconds)
+				checkNodes("rollout node", ro.Nodes)
 			}
-			for _, n := range run.NodeEligible {
-				checkSeconds("node eligible "+n.Node, n.Seconds)
-			}
-			for _, n := range run.PodGCWaits {
-				checkSeconds("pod GC wait "+n.Node, n.Seconds)
-			}
+			checkNodes("node join", run.NodeJoins)
+			checkNodes("node eligible", run.NodeEligible)
+			checkNodes("pod GC wait", run.PodGCWaits)
 			for _, v := range run.Violations {
 				checkSeconds("violation "+v.Kind, v.Seconds)
 			}
