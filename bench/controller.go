@@ -214,13 +214,38 @@ func (c ControllerConfig) args(metricsPort, healthPort int) []string {
 	}
 }
 
-// checkExtraArgs refuses ExtraArgs that set --bind-mode: our binary takes
-// the last value of a flag, so they would silently turn ours into
-// ours-direct or back, and the report would name the wrong column.
+// ReservedControllerFlags are the flags of our binary that the harness sets
+// itself, so ExtraArgs must not: our binary takes a flag's last value, so
+// they would silently change what the report says was run. --bind-mode is
+// chosen by the controller's name (ours or ours-direct); the others by the
+// harness's own flags, the same for every controller, or by the ports it
+// picks.
+var ReservedControllerFlags = []string{
+	bindModeFlag, "--kubeconfig", "--leader-elect", "--concurrent-daemonset-syncs",
+	"--kube-api-qps", "--kube-api-burst", "--metrics-bind-address", "--health-probe-bind-address",
+}
+
+// CheckControllerArg checks one extra argument for our binary: a flag
+// ("--name" or "--name=value") that the harness does not set itself.
+func CheckControllerArg(a string) error {
+	if !strings.HasPrefix(a, "--") || len(a) == 2 {
+		return fmt.Errorf("want a flag, --name=value")
+	}
+	name, _, _ := strings.Cut(a, "=")
+	if slices.Contains(ReservedControllerFlags, name) {
+		if name == bindModeFlag {
+			return fmt.Errorf("the controller's name chooses the bind mode (%s or %s)", Ours, OursDirect)
+		}
+		return fmt.Errorf("the harness sets %s itself (reserved: %s)", name, strings.Join(ReservedControllerFlags, " "))
+	}
+	return nil
+}
+
+// checkExtraArgs refuses ExtraArgs that CheckControllerArg refuses.
 func (c ControllerConfig) checkExtraArgs() error {
 	for _, a := range c.ExtraArgs {
-		if a == bindModeFlag || strings.HasPrefix(a, bindModeFlag+"=") {
-			return fmt.Errorf("controller extra argument %q: the controller's name chooses the bind mode (%s or %s)", a, Ours, OursDirect)
+		if err := CheckControllerArg(a); err != nil {
+			return fmt.Errorf("controller extra argument %q: %w", a, err)
 		}
 	}
 	return nil

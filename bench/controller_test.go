@@ -146,34 +146,44 @@ func TestControllerArgs(t *testing.T) {
 	}
 }
 
-// Extra arguments may not choose the bind mode: the controller's name does,
-// and our binary would take the last --bind-mode given.
+// Extra arguments may not choose the bind mode (the controller's name does)
+// nor set what the harness sets itself: our binary would take the last value
+// given, and the report would describe another controller.
 func TestCheckExtraArgs(t *testing.T) {
 	tests := []struct {
 		extra   []string
-		wantErr bool
+		wantErr string // a part of the error; "" for none
 	}{
 		{extra: nil},
 		{extra: []string{"--sync-delay=1s"}},
+		{extra: []string{"--create-pacing=adaptive", "--profiling=false"}},
 		{extra: []string{"--bind-modest=1"}}, // another flag, however unlikely
-		{extra: []string{"--bind-mode=direct"}, wantErr: true},
-		{extra: []string{"--bind-mode=scheduler"}, wantErr: true},
-		{extra: []string{"--sync-delay=1s", "--bind-mode", "direct"}, wantErr: true},
+		{extra: []string{"--bind-mode=direct"}, wantErr: "bind mode"},
+		{extra: []string{"--bind-mode=scheduler"}, wantErr: "bind mode"},
+		{extra: []string{"--sync-delay=1s", "--bind-mode", "direct"}, wantErr: "bind mode"},
+		{extra: []string{"--kube-api-qps=5"}, wantErr: "the harness sets --kube-api-qps itself"},
+		{extra: []string{"--concurrent-daemonset-syncs=1"}, wantErr: "the harness sets --concurrent-daemonset-syncs itself"},
+		{extra: []string{"--kubeconfig=/elsewhere"}, wantErr: "the harness sets --kubeconfig itself"},
+		{extra: []string{"--sync-delay", "1s"}, wantErr: `"1s": want a flag, --name=value`},
+		{extra: []string{"--"}, wantErr: "want a flag"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.extra, " "), func(t *testing.T) {
 			err := ControllerConfig{Workers: 1, ExtraArgs: tt.extra}.checkExtraArgs()
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("checkExtraArgs(%q) = %v, want error %v", tt.extra, err, tt.wantErr)
-			}
-			if err == nil {
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("checkExtraArgs(%q) = %v, want nil", tt.extra, err)
+				}
 				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("checkExtraArgs(%q) = %v, want an error with %q", tt.extra, err, tt.wantErr)
 			}
 			if _, serr := StartController(t.Context(), ControllerConfig{Which: OursDirect, Workers: 1, Binary: "/nonexistent", ExtraArgs: tt.extra}); serr == nil || serr.Error() != err.Error() {
 				t.Errorf("StartController: %v, want %v before anything starts", serr, err)
 			}
-			if _, rerr := NewRunner(Config{REST: &rest.Config{Host: "http://127.0.0.1:1"}, Controller: ControllerConfig{ExtraArgs: tt.extra}}); rerr == nil || !strings.Contains(rerr.Error(), "bind mode") {
-				t.Errorf("NewRunner: %v, want the bind mode refused", rerr)
+			if _, rerr := NewRunner(Config{REST: &rest.Config{Host: "http://127.0.0.1:1"}, Controller: ControllerConfig{ExtraArgs: tt.extra}}); rerr == nil || !strings.Contains(rerr.Error(), tt.wantErr) {
+				t.Errorf("NewRunner: %v, want an error with %q", rerr, tt.wantErr)
 			}
 		})
 	}

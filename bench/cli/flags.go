@@ -193,6 +193,14 @@ func (f *runFlags) validate(fs *pflag.FlagSet, e *flagErrors) {
 	if err == nil && fs.Changed("sync-delay") && !slices.ContainsFunc(which, bench.Controller.IsOurs) {
 		e.conflict("sync-delay", "controller "+f.controllers, "it slows our controller, which is not measured")
 	}
+	for _, a := range f.ctrlArgs {
+		if err := bench.CheckControllerArg(a); err != nil {
+			e.add("controller-arg", a, "%v", err)
+		}
+	}
+	if err == nil && len(f.ctrlArgs) > 0 && !slices.ContainsFunc(which, bench.Controller.IsOurs) {
+		e.conflict("controller-arg", "controller "+f.controllers, "it is an argument of our controller, which is not measured")
+	}
 	if f.ctrlBinary != "" {
 		e.inputFile("controller-binary", f.ctrlBinary)
 	}
@@ -215,7 +223,7 @@ func (f *runFlags) validateExternal(fs *pflag.FlagSet, e *flagErrors, which []be
 	if f.cluster.kubeconfig == "" {
 		e.add("controller", f.controllers, "%s needs --kubeconfig, a cluster the harness does not bring up: %s", bench.External, bench.ExternalClusterReason)
 	}
-	for _, flag := range []string{"workers", "kube-api-qps", "kube-api-burst", "controller-binary"} {
+	for _, flag := range []string{"workers", "kube-api-qps", "kube-api-burst", "controller-binary", "controller-arg"} {
 		if fs.Changed(flag) {
 			e.conflict(flag, "controller "+f.controllers, "it shapes a controller the harness starts, and it starts none")
 		}

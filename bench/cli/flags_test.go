@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
 
 	"github.com/dsbench/dsbench/bench"
@@ -110,6 +111,10 @@ func TestRunFlags(t *testing.T) {
 		{"bad warmup", run("--warmup", "yes"), []string{`--warmup "yes"`, `"on", "off" or "auto"`}},
 		{"negative sync delay", run("--sync-delay", "-1s"), []string{"--sync-delay -1s"}},
 		{"sync delay without ours", run("--controller", "upstream", "--sync-delay", "1s"), []string{"--sync-delay with --controller upstream"}},
+		{"controller arg that sets the bind mode", run("--controller-arg=--bind-mode=direct"), []string{`--controller-arg "--bind-mode=direct"`, "bind mode"}},
+		{"controller arg the harness sets", run("--controller-arg=--kube-api-burst=5"), []string{`--controller-arg "--kube-api-burst=5"`, "the harness sets --kube-api-burst itself"}},
+		{"controller arg not a flag", run("--controller-arg", "adaptive"), []string{`--controller-arg "adaptive"`, "want a flag"}},
+		{"controller arg without ours", run("--controller", "upstream,floor", "--controller-arg=--create-pacing=adaptive"), []string{"--controller-arg with --controller upstream,floor"}},
 		{"name not a DNS label", run("--name", "Not_A_Label"), []string{`--name "Not_A_Label"`, "DNS label"}},
 		{"zero timeout", run("--timeout", "0"), []string{"--timeout 0s"}},
 		{"negative timeout", run("--timeout", "-1m"), []string{"--timeout -1m0s"}},
@@ -136,6 +141,7 @@ func TestRunFlags(t *testing.T) {
 		{"external with qps", run("--kubeconfig", fx.file, "--controller", "external", "--kube-api-qps", "50"), []string{"--kube-api-qps with --controller external"}},
 		{"external with our binary", run("--kubeconfig", fx.file, "--controller", "external", "--controller-binary", fx.file), []string{"--controller-binary with --controller external"}},
 		{"external with sync delay", run("--kubeconfig", fx.file, "--controller", "external", "--sync-delay", "1s"), []string{"--sync-delay with --controller external"}},
+		{"external with a controller arg", run("--kubeconfig", fx.file, "--controller", "external", "--controller-arg=--create-pacing=adaptive"), []string{"--controller-arg with --controller external"}},
 		{"no scenario", args("run"), []string{"want scenario files"}},
 		{"every problem at once", run("--nodes", "-1", "--workers", "0", "--timeout", "0"), []string{"--nodes -1", "--workers 0", "--timeout 0s"}},
 	})
@@ -437,5 +443,28 @@ func TestWarmsUp(t *testing.T) {
 		if got := f.warmsUp(scs, tc.nodes); got != tc.want {
 			t.Errorf("--warmup %s at %d nodes: warms up %v, want %v", tc.warmup, tc.nodes, got, tc.want)
 		}
+	}
+}
+
+// --controller-arg reaches our controller's command line, in the order
+// given and before --sync-delay, and so the report's record of it.
+func TestControllerArgReachesOurController(t *testing.T) {
+	env := isolatedEnv(t)
+	fs := newFlagSet("run", "", env)
+	var f runFlags
+	f.register(fs, env, "both", "")
+	if err := fs.Parse([]string{"--controller-arg=--create-pacing=adaptive", "--controller-arg=--max-create-batch=64", "--sync-delay=1s"}); err != nil {
+		t.Fatal(err)
+	}
+	var e flagErrors
+	f.validate(fs, &e)
+	if len(e) > 0 {
+		t.Fatalf("flag errors: %v", e)
+	}
+	st := &stage{env: env, f: &f}
+	got := st.suite(0, "", "").Controller.ExtraArgs
+	want := []string{"--create-pacing=adaptive", "--max-create-batch=64", "--sync-delay=1s"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ExtraArgs (-want +got):\n%s", diff)
 	}
 }

@@ -33,6 +33,7 @@ type runFlags struct {
 	keep        bool
 	ctrlBinary  string
 	syncDelay   time.Duration
+	ctrlArgs    []string
 	interleave  bool
 	warmup      string
 	baseline    string
@@ -70,6 +71,7 @@ func (f *runFlags) registerPlay(fs *pflag.FlagSet, env Env, defaultControllers s
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the KWOK cluster up afterwards")
 	fs.StringVar(&f.ctrlBinary, "controller-binary", "", "our controller's binary (default: CACHE/daemonset-controller)")
 	fs.DurationVar(&f.syncDelay, "sync-delay", 0, "make our controller (ours and ours-direct) sleep this long in every sync (to prove the gate catches a slow controller)")
+	fs.StringArrayVar(&f.ctrlArgs, "controller-arg", nil, "one more argument for our controller (ours and ours-direct), repeatable, e.g. --controller-arg=--create-pacing=adaptive; the report records it; not the flags the harness sets itself (see bench.ReservedControllerFlags)")
 	fs.StringVar(&f.warmup, "warmup", warmupAuto, fmt.Sprintf("play the first scenario once, unmeasured, before the measured runs (the first run on nodes just created is slower for whichever controller plays it): %q, %q, or %q (on from %d nodes)", warmupOn, warmupOff, warmupAuto, warmupAutoNodes))
 	fs.BoolVar(&f.interleave, "interleave", true, "alternate controllers per repetition, each going first every other time (A B, B A, ...), so that drift hits both")
 	fs.StringVar(&f.record, "record", "", "write a journal of each run's oracle inputs to DIR/<controller>-<scenario>[-<rep>].jsonl.gz (see bench.Replay)")
@@ -308,6 +310,7 @@ func openStage(ctx context.Context, env Env, cmd string, f *runFlags, names []st
 func (st *stage) suite(nodes int, outDir, journalDir string) bench.SuiteConfig {
 	f, env := st.f, st.env
 	ctrl := bench.ControllerConfig{Workers: f.workers, QPS: f.qps, Burst: f.burst}
+	ctrl.ExtraArgs = append(ctrl.ExtraArgs, f.ctrlArgs...)
 	if f.syncDelay > 0 {
 		ctrl.ExtraArgs = append(ctrl.ExtraArgs, "--sync-delay="+f.syncDelay.String())
 	}
