@@ -147,7 +147,7 @@ type Controller struct {
 	expectations *Expectations
 
 	nodeMu       sync.Mutex
-	pendingNodes map[string]nodeChange // node name -> state before the first unprocessed event
+	pendingNodes map[string]nodeChange // node name -> the states since the first unprocessed event
 
 	nodesVersion atomic.Uint64  // raised by every node event, before it is routed
 	nodesMu      sync.Mutex     // guards nodes and nodesListed

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -196,18 +197,69 @@ func TestNodeAddAndDeleteRouting(t *testing.T) {
 			t.Error("a node delete went through the node queue")
 		}
 	})
-	t.Run("updates coalesce against the first unprocessed state", func(t *testing.T) {
+	// A sync may act on a state the node passes through before its change is
+	// routed: with A -> B -> A, a sync that saw B may have deleted the pod
+	// or counted the node out of its status, so the DaemonSets whose
+	// eligibility changed at any step are woken, as upstream's per-event
+	// routing would.
+	t.Run("coalesced updates wake whoever any step concerned, even when undone", func(t *testing.T) {
 		f := newFixture(t, objs)
 		mid := n1.DeepCopy()
-		mid.ResourceVersion, mid.Labels = "2", map[string]string{"role": "gpu"}
+		mid.ResourceVersion = "2"
+		mid.Spec.Taints = []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}}
 		last := n1.DeepCopy()
 		last.ResourceVersion = "3"
 		f.c.updateNode(n1, mid)
 		f.c.updateNode(mid, last) // back to where it started
 		f.addToCache(last)
 		f.routeNodes()
+		if diff := cmp.Diff([]string{dsKey(agent)}, f.queued()); diff != "" {
+			t.Errorf("enqueued (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("coalesced updates that change nobody's eligibility wake nobody", func(t *testing.T) {
+		f := newFixture(t, objs)
+		mid := n1.DeepCopy()
+		mid.ResourceVersion, mid.Labels = "2", map[string]string{"role": "cpu", "zone": "a"}
+		last := mid.DeepCopy()
+		last.ResourceVersion, last.Labels = "3", map[string]string{"role": "cpu", "zone": "b"}
+		f.c.updateNode(n1, mid)
+		f.c.updateNode(mid, last)
+		f.addToCache(last)
+		f.routeNodes()
 		if got := f.queued(); len(got) != 0 {
-			t.Errorf("enqueued %v for a change that was undone before routing", got)
+			t.Errorf("enqueued %v for label changes no DaemonSet selects on", got)
+		}
+	})
+	t.Run("a new node tainted before it is routed still wakes those that could run there", func(t *testing.T) {
+		f := newFixture(t, objs)
+		n2 := newNode("n2", map[string]string{"role": "gpu"})
+		tainted := n2.DeepCopy()
+		tainted.ResourceVersion = "2"
+		tainted.Spec.Taints = []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoSchedule}}
+		f.c.addNode(n2)
+		f.c.updateNode(n2, tainted)
+		f.addToCache(tainted)
+		f.routeNodes()
+		// A sync may have created pods on n2 while it was untainted.
+		if diff := cmp.Diff([]string{dsKey(agent), dsKey(gpu), dsKey(tolerant)}, f.queued()); diff != "" {
+			t.Errorf("enqueued (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("too many coalesced updates wake every DaemonSet", func(t *testing.T) {
+		f := newFixture(t, objs)
+		prev := n1
+		for i := range maxNodeStatesBetween + 2 {
+			cur := n1.DeepCopy()
+			cur.ResourceVersion = fmt.Sprint(i + 2)
+			cur.Labels["zone"] = fmt.Sprint(i)
+			f.c.updateNode(prev, cur)
+			prev = cur
+		}
+		f.addToCache(prev)
+		f.routeNodes()
+		if diff := cmp.Diff([]string{dsKey(agent), dsKey(gpu), dsKey(tolerant)}, f.queued()); diff != "" {
+			t.Errorf("enqueued (-want +got):\n%s", diff)
 		}
 	})
 }

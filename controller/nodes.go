@@ -25,10 +25,11 @@ import (
 //     (labels, taints; the name is immutable), which removes every
 //     heartbeat and status-only update at the cost of two small compares.
 //     For the rest it remembers the node as it was before the first
-//     unprocessed event and adds the node name to nodeQueue.
+//     unprocessed event, and each state it passed through since, and adds
+//     the node name to nodeQueue.
 //  2. A node worker evaluates the predicates of every DaemonSet on that one
-//     node, before and after, and enqueues only the DaemonSets whose
-//     eligibility changed.
+//     node, state after state, and enqueues only the DaemonSets whose
+//     eligibility changed at some step.
 //
 // Deletes are cheap and handled inline: the DaemonSets with a pod on the
 // node, found through the pod node index, are enqueued, so that their status
@@ -39,6 +40,28 @@ import (
 type nodeChange struct {
 	added bool         // the node is new to the controller: compare against "no node"
 	old   *corev1.Node // the node before the first unprocessed update (read-only cache object)
+	// between are the node's states between old and the one routed, one per
+	// coalesced update (read-only cache objects). A sync may have acted on
+	// any of them: with A -> B -> A, a sync that saw B deleted the pod, and
+	// comparing A with A alone would wake nobody to create it again.
+	between []*corev1.Node
+	// overflow: more than maxNodeStatesBetween states were coalesced, and
+	// the node wakes every DaemonSet.
+	overflow bool
+}
+
+// maxNodeStatesBetween bounds what one pending node change keeps.
+const maxNodeStatesBetween = 8
+
+// coalesce records one more update of a node whose change is still pending:
+// prev is the state that update replaced.
+func (ch nodeChange) coalesce(prev *corev1.Node) nodeChange {
+	if len(ch.between) >= maxNodeStatesBetween {
+		ch.overflow = true
+		return ch
+	}
+	ch.between = append(ch.between, prev)
+	return ch
 }
 
 func (c *Controller) addNode(obj any) {
@@ -66,7 +89,9 @@ func (c *Controller) updateNode(oldObj, curObj any) {
 		return
 	}
 	c.nodeMu.Lock()
-	if _, pending := c.pendingNodes[cur.Name]; !pending {
+	if change, pending := c.pendingNodes[cur.Name]; pending {
+		c.pendingNodes[cur.Name] = change.coalesce(old)
+	} else {
 		c.pendingNodes[cur.Name] = nodeChange{old: old}
 	}
 	c.nodeMu.Unlock()
@@ -172,38 +197,56 @@ func (c *Controller) routeNodeChange(name string) error {
 }
 
 // affectedDaemonSets picks the DaemonSets a node change concerns: those whose
-// (shouldRun, shouldContinueRunning) on the node changed, as upstream. For a
-// new node that is any that should run there or already has a pod there (a
-// node re-created under its name). A DaemonSet whose eligibility did not
-// change needs no sync: neither its plan nor its status can differ, and a
+// (shouldRun, shouldContinueRunning) on the node changed, as upstream, from
+// one state to the next of every state the change went through (a sync may
+// have acted on any of them). For a new node the first comparison is with
+// "no node": any DaemonSet that should run there or already has a pod there
+// (a node re-created under its name). A DaemonSet whose eligibility never
+// changed needs no sync: neither its plan nor its status can differ, and a
 // pod missing or left over there is already its own sync's business.
 func (c *Controller) affectedDaemonSets(node *corev1.Node, change nodeChange, sets []*appsv1.DaemonSet) []*appsv1.DaemonSet {
 	var hasPod map[types.UID]bool
 	if change.added {
 		hasPod = c.daemonSetUIDsWithPodsOn(node.Name)
 	}
+	states := append(slices.Clone(change.between), node)
 	var out []*appsv1.DaemonSet
 	for _, ds := range sets {
 		if ds.DeletionTimestamp != nil {
 			continue
 		}
-		elig := plan.NewEligibility(ds)
-		run, cont := elig.Check(node)
-		var changed bool
-		if change.added {
-			// Compared with "no node". A new node's not-ready:NoSchedule
-			// taint makes run false, so node creation bursts wake nobody
-			// until the node is ready.
-			changed = run || hasPod[ds.UID]
-		} else {
-			oldRun, oldCont := elig.Check(change.old)
-			changed = oldRun != run || oldCont != cont
-		}
-		if changed {
+		if change.overflow || eligibilityChanged(plan.NewEligibility(ds), change, states, hasPod[ds.UID]) {
 			out = append(out, ds)
 		}
 	}
 	return out
+}
+
+// eligibilityChanged says whether elig's verdict differs between any two
+// consecutive states of a node change (states: those after change.old, the
+// current one last).
+func eligibilityChanged(elig plan.Eligibility, change nodeChange, states []*corev1.Node, hasPod bool) bool {
+	var prevRun, prevCont bool
+	if change.added {
+		// Compared with "no node". A new node's not-ready:NoSchedule
+		// taint makes run false, so node creation bursts wake nobody
+		// until the node is ready.
+		run, cont := elig.Check(states[0])
+		if run || hasPod {
+			return true
+		}
+		prevRun, prevCont, states = run, cont, states[1:]
+	} else {
+		prevRun, prevCont = elig.Check(change.old)
+	}
+	for _, s := range states {
+		run, cont := elig.Check(s)
+		if run != prevRun || cont != prevCont {
+			return true
+		}
+		prevRun, prevCont = run, cont
+	}
+	return false
 }
 
 // daemonSetUIDsWithPodsOn returns the controller UIDs of the pods on (or
