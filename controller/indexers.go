@@ -19,13 +19,18 @@ const (
 	podByNodeIndex = "dsbench/node"
 )
 
+// The two kinds of keys have prefixes of their own, so that the owner key of
+// a DaemonSet in namespace "orphan" never equals the orphan key of a
+// namespace named like its UID.
 func orphanIndexKey(namespace string) string { return "orphan/" + namespace }
 
 // ownerIndexKey files a pod under its namespace and controller's UID: an
 // ownerReference never crosses namespaces, so a pod of another namespace
 // that names our UID is not ours (upstream lists only the DaemonSet's
 // namespace; the garbage collector treats such an owner as absent).
-func ownerIndexKey(namespace string, uid types.UID) string { return namespace + "/" + string(uid) }
+func ownerIndexKey(namespace string, uid types.UID) string {
+	return "owner/" + namespace + "/" + string(uid)
+}
 
 func podIndexers() cache.Indexers {
 	return cache.Indexers{

@@ -143,6 +143,26 @@ func TestSyncIgnoresPodOfAnotherNamespaceWithOurUID(t *testing.T) {
 	}
 }
 
+// The pod index's keys of owners and of orphans never meet: a DaemonSet in
+// namespace "orphan" whose UID names another namespace does not take that
+// namespace's orphans for its own pods.
+func TestSyncIgnoresOrphansOfANamespaceNamedLikeOurUID(t *testing.T) {
+	ds := newDaemonSet("agent", func(ds *appsv1.DaemonSet) {
+		ds.Namespace, ds.UID = "orphan", "uid-agent"
+	})
+	rev := currentRevision(t, ds)
+	stranger := orphan(newPodFor(ds, "agent-elsewhere", "n1"))
+	stranger.Namespace = string(ds.UID)
+	f := newFixture(t, []runtime.Object{ds, rev, newNode("n1", nil), stranger})
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	want := []string{"create pods on n1", "update daemonsets/status agent"}
+	if diff := cmp.Diff(want, summarize(f.actions())); diff != "" {
+		t.Fatalf("actions (-want +got):\n%s", diff)
+	}
+}
+
 func TestSyncDoesNotAdoptWhenDaemonSetIsBeingDeleted(t *testing.T) {
 	ds := newDaemonSet("agent")
 	rev := currentRevision(t, ds)
