@@ -338,23 +338,32 @@ func TestPodEventRouting(t *testing.T) {
 			t.Errorf("not enqueued 20 ms later (queue length %d)", f.c.queue.Len())
 		}
 	})
-	t.Run("batched: terminating, adoption and add wake it at once", func(t *testing.T) {
-		f := newFixture(t, []runtime.Object{ds}, batched)
-		terminating := owned.DeepCopy()
-		terminating.ResourceVersion = "2"
-		terminating.DeletionTimestamp = &metav1.Time{Time: t0}
-		f.c.updatePod(owned, terminating)
-		adopted := owned.DeepCopy()
-		adopted.ResourceVersion = "3"
-		f.c.updatePod(orphan(owned.DeepCopy()), adopted)
-		f.c.addPod(owned)
-		if got := f.queued(); len(got) != 1 {
-			t.Errorf("enqueued %v, want the DaemonSet at once", got)
-		}
-		if got := f.delayed.takeAfter(); len(got) != 0 {
-			t.Errorf("delayed %v, want nothing", got)
-		}
-	})
+	// Each event on its own fixture: the queue holds a key once, so three
+	// events on one queue would pass if any one of them woke the DaemonSet.
+	terminating := owned.DeepCopy()
+	terminating.ResourceVersion = "2"
+	terminating.DeletionTimestamp = &metav1.Time{Time: t0}
+	adopted := owned.DeepCopy()
+	adopted.ResourceVersion = "3"
+	for _, tt := range []struct {
+		name  string
+		event func(c *Controller)
+	}{
+		{"terminating", func(c *Controller) { c.updatePod(owned, terminating) }},
+		{"adoption", func(c *Controller) { c.updatePod(orphan(owned.DeepCopy()), adopted) }},
+		{"add", func(c *Controller) { c.addPod(owned) }},
+	} {
+		t.Run("batched: "+tt.name+" wakes it at once", func(t *testing.T) {
+			f := newFixture(t, []runtime.Object{ds}, batched)
+			tt.event(f.c)
+			if diff := cmp.Diff([]string{dsKey(ds)}, f.queued()); diff != "" {
+				t.Errorf("enqueued (-want +got):\n%s", diff)
+			}
+			if got := f.delayed.takeAfter(); len(got) != 0 {
+				t.Errorf("delayed %v, want nothing", got)
+			}
+		})
+	}
 }
 
 func TestDaemonSetDeleteForgetsState(t *testing.T) {
