@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -124,42 +125,49 @@ func TestSyncAdoptsOrphan(t *testing.T) {
 	}
 }
 
-// An ownerReference never crosses namespaces: a pod of another namespace
-// whose ControllerRef carries our UID is not ours (upstream lists only the
-// DaemonSet's namespace; the garbage collector treats such an owner as
-// absent). Counted as ours, it would leave its node without our pod.
-func TestSyncIgnoresPodOfAnotherNamespaceWithOurUID(t *testing.T) {
-	ds := newDaemonSet("agent")
-	rev := currentRevision(t, ds)
-	foreign := newPodFor(ds, "agent-foreign", "n1")
-	foreign.Namespace = ds.Namespace + "-other"
-	f := newFixture(t, []runtime.Object{ds, rev, newNode("n1", nil), foreign})
-	if err := f.sync(dsKey(ds)); err != nil {
-		t.Fatalf("sync: %v", err)
-	}
-	want := []string{"create pods on n1", "update daemonsets/status agent"}
-	if diff := cmp.Diff(want, summarize(f.actions())); diff != "" {
-		t.Fatalf("actions (-want +got):\n%s", diff)
-	}
-}
-
-// The pod index's keys of owners and of orphans never meet: a DaemonSet in
-// namespace "orphan" whose UID names another namespace does not take that
-// namespace's orphans for its own pods.
-func TestSyncIgnoresOrphansOfANamespaceNamedLikeOurUID(t *testing.T) {
-	ds := newDaemonSet("agent", func(ds *appsv1.DaemonSet) {
-		ds.Namespace, ds.UID = "orphan", "uid-agent"
-	})
-	rev := currentRevision(t, ds)
-	stranger := orphan(newPodFor(ds, "agent-elsewhere", "n1"))
-	stranger.Namespace = string(ds.UID)
-	f := newFixture(t, []runtime.Object{ds, rev, newNode("n1", nil), stranger})
-	if err := f.sync(dsKey(ds)); err != nil {
-		t.Fatalf("sync: %v", err)
-	}
-	want := []string{"create pods on n1", "update daemonsets/status agent"}
-	if diff := cmp.Diff(want, summarize(f.actions())); diff != "" {
-		t.Fatalf("actions (-want +got):\n%s", diff)
+// A pod of another namespace is never ours, however it names us. Counted as
+// ours, it would leave its node without our pod.
+func TestSyncIgnoresPodsOfOtherNamespaces(t *testing.T) {
+	tests := []struct {
+		name string
+		// ns and uid of the DaemonSet; the stranger pod is made from it.
+		ns, uid  string
+		stranger func(ds *appsv1.DaemonSet) *corev1.Pod
+	}{{
+		// An ownerReference never crosses namespaces: upstream lists only
+		// the DaemonSet's namespace, and the garbage collector treats such
+		// an owner as absent.
+		name: "a pod whose ControllerRef carries our UID",
+		ns:   metav1.NamespaceDefault, uid: "uid-agent",
+		stranger: func(ds *appsv1.DaemonSet) *corev1.Pod {
+			p := newPodFor(ds, "agent-foreign", "n1")
+			p.Namespace = ds.Namespace + "-other"
+			return p
+		},
+	}, {
+		// The pod index's keys of owners and of orphans never meet.
+		name: "an orphan of a namespace named like our UID, for a DaemonSet in namespace orphan",
+		ns:   "orphan", uid: "uid-agent",
+		stranger: func(ds *appsv1.DaemonSet) *corev1.Pod {
+			p := orphan(newPodFor(ds, "agent-elsewhere", "n1"))
+			p.Namespace = string(ds.UID)
+			return p
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ds := newDaemonSet("agent", func(ds *appsv1.DaemonSet) {
+				ds.Namespace, ds.UID = tt.ns, types.UID(tt.uid)
+			})
+			f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil), tt.stranger(ds)})
+			if err := f.sync(dsKey(ds)); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			want := []string{"create pods on n1", "update daemonsets/status agent"}
+			if diff := cmp.Diff(want, summarize(f.actions())); diff != "" {
+				t.Fatalf("actions (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
