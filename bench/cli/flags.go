@@ -223,7 +223,7 @@ func (f *runFlags) validateExternal(fs *pflag.FlagSet, e *flagErrors, which []be
 	if f.cluster.kubeconfig == "" {
 		e.add("controller", f.controllers, "%s needs --kubeconfig, a cluster the harness does not bring up: %s", bench.External, bench.ExternalClusterReason)
 	}
-	for _, flag := range []string{"workers", "kube-api-qps", "kube-api-burst", "controller-binary", "controller-arg"} {
+	for _, flag := range []string{"workers", "kube-api-qps", "kube-api-burst", "controller-binary"} {
 		if fs.Changed(flag) {
 			e.conflict(flag, "controller "+f.controllers, "it shapes a controller the harness starts, and it starts none")
 		}

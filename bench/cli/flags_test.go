@@ -468,3 +468,12 @@ func TestControllerArgReachesOurController(t *testing.T) {
 		t.Errorf("ExtraArgs (-want +got):\n%s", diff)
 	}
 }
+
+// A controller argument with the external controller is one problem, said once.
+func TestControllerArgWithExternalSaidOnce(t *testing.T) {
+	fx := newFlagFixtures(t)
+	err := Main(t.Context(), isolatedEnv(t), args("run", "--kubeconfig", fx.file, "--controller", "external", "--controller-arg=--create-pacing=adaptive", "bench-rollout"))
+	if n := strings.Count(fmt.Sprint(err), "--controller-arg with"); n != 1 {
+		t.Errorf("--controller-arg reported %d times, want once:\n%v", n, err)
+	}
+}
