@@ -17,6 +17,9 @@ type Row struct {
 	// Paired is the per-repetition analysis of interleaved controllers
 	// (CompareControllers only); nil otherwise.
 	Paired *Paired
+	// Ceiling is upstream/floor, paired, in the floor comparison's rows
+	// when upstream ran too; nil otherwise. It bounds upstream/ours.
+	Ceiling *Paired
 }
 
 // Comparison is a table of rows, renderable as markdown.
@@ -39,10 +42,32 @@ const FloorNote = "The floor is the harness itself creating and deleting the pod
 	"paced only by its calls in flight: no scheduler, no status, no revisions, no informers. " +
 	"It is a lower bound for this cluster on this machine, not a competitor: ours/floor is how many times that bound ours takes."
 
+// CeilingNote says what the upstream/floor column of the floor comparison
+// means.
+const CeilingNote = "Paired upstream/floor is how many times the floor upstream takes, over the same pairs of repetitions: " +
+	"it is the most any controller could beat upstream by here, since upstream/ours = (upstream/floor) ÷ (ours/floor) and ours/floor is at least 1 " +
+	"unless ours beats the harness's own pacing. A target on upstream/ours above it cannot be met on this cluster and machine."
+
 // CompareFloor compares the floor (A) with ours (B) for every case the floor
 // ran; it has no rows when it never did.
 func CompareFloor(r *Report, opt Options) Comparison {
-	return compareControllers(r, opt, Comparison{Title: "ours vs the floor", ALabel: ControllerFloor, BLabel: ControllerOurs, Note: FloorNote}, ControllerFloor)
+	c := compareControllers(r, opt, Comparison{Title: "ours vs the floor", ALabel: ControllerFloor, BLabel: ControllerOurs, Note: FloorNote}, ControllerFloor)
+	groups := Groups(r)
+	for i := range c.Rows {
+		row := &c.Rows[i]
+		floor, upstream := findGroup(groups, row.Case, ControllerFloor), findGroup(groups, row.Case, ControllerUpstream)
+		if floor == nil || upstream == nil {
+			continue
+		}
+		if sf, su := floor.Lookup(row.Metric.Key), upstream.Lookup(row.Metric.Key); sf != nil && su != nil {
+			p := PairSamples(sf, su, opt.Confidence)
+			row.Ceiling = &p
+		}
+	}
+	if c.ceiling() {
+		c.Note += " " + CeilingNote
+	}
+	return c
 }
 
 // DirectNote says what the ours-direct/ours comparison measures.
@@ -240,6 +265,16 @@ func (c Comparison) tables() []table {
 	return out
 }
 
+// ceiling says whether the rows carry upstream/floor.
+func (c Comparison) ceiling() bool {
+	for _, r := range c.Rows {
+		if r.Ceiling != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // paired says whether the rows carry the paired analysis.
 func (c Comparison) paired() bool {
 	for _, r := range c.Rows {
@@ -262,6 +297,11 @@ func (c Comparison) table(title string, rows []Row) table {
 		t.Header = append(t.Header, "paired "+c.BLabel+"/"+c.ALabel+" [CI]", "p(pairs)")
 		t.Right = append(t.Right, true, true)
 	}
+	ceiling := c.ceiling()
+	if ceiling {
+		t.Header = append(t.Header, "paired "+ControllerUpstream+"/"+c.ALabel+" [CI]")
+		t.Right = append(t.Right, true)
+	}
 	notes := newFootnotes()
 	for _, r := range rows {
 		label := r.Metric.Label
@@ -283,6 +323,14 @@ func (c Comparison) table(title string, rows []Row) table {
 				}
 			}
 			*row = append(*row, pp, pv)
+		}
+		if ceiling {
+			row := &t.Rows[len(t.Rows)-1]
+			cell := "—"
+			if r.Ceiling != nil {
+				cell = fmtPaired(*r.Ceiling)
+			}
+			*row = append(*row, cell)
 		}
 	}
 	t.Notes = notes.texts

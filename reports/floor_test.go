@@ -30,10 +30,52 @@ func TestCompareFloor(t *testing.T) {
 		t.Errorf("ours/floor convergence ratio %.2f, want about 2", conv.Ratio)
 	}
 	md := (&analysis{r: r, groups: Groups(r), findings: CheckInvariants(r), comparison: CompareControllers(r, DefaultOptions()), floor: c}).markdown()
-	for _, want := range []string{"## ours vs the floor", FloorNote, "ours/floor [CI]", "paired ours/floor"} {
+	for _, want := range []string{"## ours vs the floor", FloorNote, "ours/floor [CI]", "paired ours/floor", CeilingNote, "paired upstream/floor [CI]"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q", want)
 		}
+	}
+}
+
+// The floor comparison carries upstream/floor, paired by repetition: the most
+// any controller could beat upstream by. Without upstream's runs there is no
+// such column.
+func TestCompareFloorCeiling(t *testing.T) {
+	r := newReport([]float64{20, 22, 21, 19, 20}, []float64{30, 36, 29, 33, 30})
+	floor := []float64{10, 12, 10, 11, 10}
+	for i, v := range floor {
+		r.Runs = append(r.Runs, newRun("s", ControllerFloor, i, v))
+	}
+	r.Params.Interleaved = true
+	c := CompareFloor(r, DefaultOptions())
+	conv := pairedConvergeRow(t, c.Rows, 5)
+	if conv.Ceiling == nil || conv.Ceiling.N != 5 {
+		t.Fatalf("convergence row's upstream/floor = %+v, want 5 pairs", conv.Ceiling)
+	}
+	// The geometric mean of 30/10, 36/12, 29/10, 33/11, 30/10.
+	if got := conv.Ceiling.Ratio; got < 2.97 || got > 3.0 {
+		t.Errorf("upstream/floor = %.3f, want about 2.98", got)
+	}
+	md := c.Markdown()
+	for _, want := range []string{CeilingNote, "paired upstream/floor [CI]"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("floor comparison lacks %q", want)
+		}
+	}
+
+	var withoutUpstream Report = *r
+	withoutUpstream.Runs = nil
+	for _, run := range r.Runs {
+		if run.Controller != ControllerUpstream {
+			withoutUpstream.Runs = append(withoutUpstream.Runs, run)
+		}
+	}
+	c = CompareFloor(&withoutUpstream, DefaultOptions())
+	if conv := pairedConvergeRow(t, c.Rows, 5); conv.Ceiling != nil {
+		t.Errorf("upstream/floor without upstream runs = %+v", conv.Ceiling)
+	}
+	if md := c.Markdown(); strings.Contains(md, "upstream/floor") {
+		t.Errorf("floor comparison without upstream speaks of upstream/floor:\n%s", md)
 	}
 }
 
