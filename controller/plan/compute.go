@@ -62,6 +62,11 @@ type Plan struct {
 	Events       []Event                // {Type: Normal|Warning, Reason: XxxReason const, Message}
 	RequeueAfter time.Duration          // 0 = none; e.g. minReadySeconds, backoff expiry
 	Backoff      Backoff                // state out
+	// Idle: expectations were satisfied, the plan creates and deletes
+	// nothing, and every pod that is not terminating runs the current
+	// template. A pod's readiness then changes only the status, until a pod,
+	// node or DaemonSet changes otherwise: no rolling update waits on it.
+	Idle bool
 }
 
 // PodDeletion is one pod to delete.
@@ -125,6 +130,7 @@ type planner struct {
 	requeue time.Duration
 
 	nodeEvents []nodeEvent // manage's events, until sorted by node
+	oldPods    int         // pods not terminating that run another template
 }
 
 // Compute plans one sync of in.DaemonSet, following upstream's syncDaemonSet:
@@ -176,6 +182,7 @@ func Compute(in Input) Plan {
 	out.Events = p.events
 	out.RequeueAfter = p.requeue
 	out.Backoff = p.backoff
+	out.Idle = in.ExpectationsSatisfied && len(out.Creates) == 0 && len(out.Deletes) == 0 && p.oldPods == 0
 	return out
 }
 
@@ -220,6 +227,9 @@ func newPlanner(in Input) *planner {
 		st.pods = append(st.pods, ps)
 		if !ps.terminating {
 			p.requeueAfter(ps.wait) // when a ready pod becomes available
+			if !ps.updated {
+				p.oldPods++
+			}
 		}
 	}
 	for _, st := range p.order {

@@ -364,3 +364,50 @@ func TestComputeDoesNotMutateInput(t *testing.T) {
 		t.Errorf("input mutated (-before +after):\n%s", diff)
 	}
 }
+
+// Idle tells the controller that a pod's readiness can change only the
+// status: nothing to create or delete, and no pod on another template that a
+// rolling update would wait on.
+func TestComputeIdle(t *testing.T) {
+	nodes := []*corev1.Node{newNode("a"), newNode("b")}
+	tests := []struct {
+		name string
+		ds   *appsv1.DaemonSet
+		pods []*corev1.Pod
+		// satisfied false: expectations are pending
+		pending bool
+		want    bool
+	}{
+		{name: "every node runs a current pod", ds: newDaemonSet("ds"),
+			pods: []*corev1.Pod{newPod("p-a", "a"), newPod("p-b", "b")}, want: true},
+		{name: "current pods not ready yet", ds: newDaemonSet("ds"),
+			pods: []*corev1.Pod{newPod("p-a", "a", notReady), newPod("p-b", "b", phase(corev1.PodPending))}, want: true},
+		{name: "pinned, not bound yet", ds: newDaemonSet("ds"),
+			pods: []*corev1.Pod{newPod("p-a", "a", pinned), newPod("p-b", "b")}, want: true},
+		{name: "an old pod being replaced beside a current one", ds: newDaemonSet("ds"),
+			pods: []*corev1.Pod{newPod("p-a", "a"), newPod("p-a-old", "a", old, terminating), newPod("p-b", "b")}, want: true},
+		{name: "a node without its pod", ds: newDaemonSet("ds"),
+			pods: []*corev1.Pod{newPod("p-a", "a")}},
+		{name: "expectations pending", ds: newDaemonSet("ds"), pending: true,
+			pods: []*corev1.Pod{newPod("p-a", "a"), newPod("p-b", "b")}},
+		{name: "a rollout waits on an unready pod", ds: newDaemonSet("ds"),
+			pods: []*corev1.Pod{newPod("p-a", "a", notReady), newPod("p-b", "b", old)}},
+		{name: "maxSurge: old and new pod on one node", ds: newDaemonSet("ds", maxSurge(intstr.FromInt32(1))),
+			pods: []*corev1.Pod{newPod("p-a", "a"), newPod("p-a-new", "a", notReady), newPod("p-b", "b")}},
+		{name: "OnDelete with an old pod", ds: newDaemonSet("ds", onDelete),
+			pods: []*corev1.Pod{newPod("p-a", "a", old), newPod("p-b", "b")}},
+		{name: "a failed pod to replace", ds: newDaemonSet("ds"),
+			pods: []*corev1.Pod{newPod("p-a", "a", phase(corev1.PodFailed)), newPod("p-b", "b")}},
+		{name: "a pod on a node that is gone", ds: newDaemonSet("ds"),
+			pods: []*corev1.Pod{newPod("p-a", "a"), newPod("p-b", "b"), newPod("p-c", "c", pinned)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input(tt.ds, nodes, tt.pods...)
+			in.ExpectationsSatisfied = !tt.pending
+			if got := Compute(in); got.Idle != tt.want {
+				t.Errorf("Idle = %v, want %v (plan %+v)", got.Idle, tt.want, summarize(got))
+			}
+		})
+	}
+}

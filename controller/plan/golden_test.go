@@ -43,9 +43,9 @@ func TestRolloutGolden(t *testing.T) {
 		for i := 1; i <= 30; i++ {
 			p := c.sync(curHash)
 			s := p.Status
-			fmt.Fprintf(&buf, "sync %2d  create %-22s delete %-40s desired=%d current=%d ready=%d available=%d updated=%d requeue=%v\n",
+			fmt.Fprintf(&buf, "sync %2d  create %-22s delete %-40s desired=%d current=%d ready=%d available=%d updated=%d requeue=%v idle=%v\n",
 				i, fmt.Sprint(p.Creates), deletionNames(p.Deletes), s.DesiredNumberScheduled, s.CurrentNumberScheduled,
-				s.NumberReady, s.NumberAvailable, s.UpdatedNumberScheduled, p.RequeueAfter)
+				s.NumberReady, s.NumberAvailable, s.UpdatedNumberScheduled, p.RequeueAfter, p.Idle)
 			if len(p.Creates) == 0 && len(p.Deletes) == 0 && p.RequeueAfter == 0 &&
 				(s.UpdatedNumberScheduled == s.DesiredNumberScheduled && s.NumberAvailable == s.DesiredNumberScheduled || broken && i > 12) {
 				break
