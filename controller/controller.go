@@ -8,9 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -86,6 +88,14 @@ type Config struct {
 	// fast as the fastest seen and shrinks as they slow down (package
 	// pacing). false: each sync's batches go at their full size.
 	AdaptiveCreates bool
+	// MaxPodWritesInFlight caps the pod creates and deletes in flight at
+	// once over all workers; 0 means no cap. kube-apiserver allows 100
+	// streams on one HTTP/2 connection by default, and past them Go's client
+	// dials a new connection, with its TLS handshake, for every request that
+	// waits: a burst of 250 creates dialled about 50. A cap of 80 kept one
+	// connection but made the pods exist later (bench/SCALE.md), so there
+	// is none by default.
+	MaxPodWritesInFlight int
 	// BindMode is how created pods are bound; "" means plan.BindScheduler.
 	BindMode plan.BindMode
 	// Clock drives expectations, the planner's now and the workqueues; nil
@@ -131,7 +141,8 @@ type Controller struct {
 	workers        int
 	burstReplicas  int
 	maxCreateBatch int
-	createLimiter  *pacing.Limiter // nil: no pacing
+	createLimiter  *pacing.Limiter     // nil: no pacing
+	podWrites      *semaphore.Weighted // nil: no cap on pod writes in flight
 	bindMode       plan.BindMode
 	syncDelay      time.Duration
 
@@ -157,9 +168,13 @@ type Controller struct {
 	backoffMu sync.Mutex
 	backoff   map[string]plan.Backoff // DaemonSet key -> failed-pod backoff carried between syncs
 
-	statusMu       sync.Mutex
-	writtenStatus  map[string]writtenStatus // DaemonSet key -> our last status write, while the cache lags it
-	statusWritten  map[string]time.Time     // DaemonSet key -> when we last wrote its status
+	statusMu      sync.Mutex
+	writtenStatus map[string]writtenStatus // DaemonSet key -> our last status write, while the cache lags it
+	statusWritten map[string]time.Time     // DaemonSet key -> when we last wrote its status
+	idle          map[string]bool          // DaemonSet key -> its last sync's plan was Idle
+
+	revisionDataMu sync.Mutex
+	revisionDataOf map[types.UID]keptRevisionData
 	statusInterval time.Duration
 
 	podUpdateBatch time.Duration
@@ -186,6 +201,9 @@ func NewController(conf Config) (*Controller, error) {
 		return nil, fmt.Errorf("creating DaemonSet controller: MaxCreateBatch %d is negative", conf.MaxCreateBatch)
 	case conf.MaxCreateBatch == 0:
 		conf.MaxCreateBatch = DefaultMaxCreateBatch
+	}
+	if conf.MaxPodWritesInFlight < 0 {
+		return nil, fmt.Errorf("creating DaemonSet controller: MaxPodWritesInFlight %d is negative", conf.MaxPodWritesInFlight)
 	}
 	if conf.StatusInterval < 0 {
 		return nil, fmt.Errorf("creating DaemonSet controller: StatusInterval %v is negative", conf.StatusInterval)
@@ -229,8 +247,13 @@ func NewController(conf Config) (*Controller, error) {
 		backoff:        map[string]plan.Backoff{},
 		writtenStatus:  map[string]writtenStatus{},
 		statusWritten:  map[string]time.Time{},
+		idle:           map[string]bool{},
+		revisionDataOf: map[types.UID]keptRevisionData{},
 		statusInterval: conf.StatusInterval,
 		podUpdateBatch: conf.PodUpdateBatch,
+	}
+	if conf.MaxPodWritesInFlight > 0 {
+		c.podWrites = semaphore.NewWeighted(int64(conf.MaxPodWritesInFlight))
 	}
 	if conf.AdaptiveCreates {
 		c.createLimiter = pacing.New(pacing.DefaultMinLimit, pacing.DefaultInitialLimit, c.maxCreateBatch, c.clock.Now)
@@ -438,6 +461,46 @@ func (c *Controller) enqueuePodUpdate(ds *appsv1.DaemonSet) {
 		return
 	}
 	c.enqueueAfter(ds, c.podUpdateBatch)
+}
+
+// enqueueStatusUpdate wakes ds's sync for an update of one of its pods that
+// can change only its status (see statusOnlyUpdate): when the status may
+// next be written, and no sooner than PodUpdateBatch. While kwok or the
+// kubelets mark thousands of pods Ready after a create, the DaemonSet then
+// syncs about once per StatusInterval instead of once per batch, and its
+// status is written no later than before.
+func (c *Controller) enqueueStatusUpdate(ds *appsv1.DaemonSet, key string) {
+	after := c.podUpdateBatch
+	if c.statusInterval > 0 {
+		c.statusMu.Lock()
+		last, ok := c.statusWritten[key]
+		c.statusMu.Unlock()
+		if ok {
+			after = max(after, c.statusInterval-c.clock.Since(last))
+		}
+	}
+	if after <= 0 {
+		c.enqueue(ds)
+		return
+	}
+	c.enqueueAfter(ds, after)
+}
+
+// isIdle says whether key's last sync planned an Idle plan.
+func (c *Controller) isIdle(key string) bool {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	return c.idle[key]
+}
+
+func (c *Controller) setIdle(key string, idle bool) {
+	c.statusMu.Lock()
+	if idle {
+		c.idle[key] = true
+	} else {
+		delete(c.idle, key)
+	}
+	c.statusMu.Unlock()
 }
 
 func (c *Controller) enqueueAfter(ds *appsv1.DaemonSet, after time.Duration) {

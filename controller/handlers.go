@@ -1,8 +1,7 @@
 package controller
 
 import (
-	"github.com/dsbench/dsbench/controller/plan"
-
+	"maps"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/dsbench/dsbench/controller/plan"
 )
 
 // controllerKind is the GroupVersionKind of our ControllerRefs.
@@ -59,6 +60,9 @@ func (c *Controller) deleteDaemonSet(obj any) {
 	// A new DaemonSet of the same name must not inherit our state.
 	c.expectations.Delete(key)
 	c.forgetBackoff(key)
+	c.revisionDataMu.Lock()
+	delete(c.revisionDataOf, ds.UID)
+	c.revisionDataMu.Unlock()
 	c.queue.Add(key)
 }
 
@@ -200,9 +204,13 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 		if ds == nil {
 			return
 		}
-		if refChanged {
+		key := ds.Namespace + "/" + ds.Name
+		switch {
+		case refChanged:
 			c.enqueue(ds) // adopted: at once, as a create would
-		} else {
+		case statusOnlyUpdate(old, cur) && c.isIdle(key):
+			c.enqueueStatusUpdate(ds, key)
+		default:
 			c.enqueuePodUpdate(ds)
 		}
 		// Availability is reached minReadySeconds after readiness, and no
@@ -217,6 +225,20 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 			c.enqueue(ds)
 		}
 	}
+}
+
+// statusOnlyUpdate says whether a pod update that keeps its owner and is not
+// a deletion leaves everything but readiness as the planner reads it: the
+// labels (the template hash), the node it is for (a binding to its pinned
+// node keeps it), and a phase that is not terminal (a Failed pod is
+// replaced). Of an Idle DaemonSet, such an update changes only the status.
+func statusOnlyUpdate(old, cur *corev1.Pod) bool {
+	if cur.Status.Phase == corev1.PodFailed || cur.Status.Phase == corev1.PodSucceeded || !maps.Equal(old.Labels, cur.Labels) {
+		return false
+	}
+	oldNode, oldOK := plan.TargetNodeName(old)
+	curNode, curOK := plan.TargetNodeName(cur)
+	return oldOK == curOK && oldNode == curNode
 }
 
 func (c *Controller) deletePod(obj any) {

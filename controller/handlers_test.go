@@ -425,3 +425,63 @@ func TestNodeListFollowsNodeEvents(t *testing.T) {
 		t.Errorf("after deleting n2, listed %v", got)
 	}
 }
+
+// An update that can change only the status of an Idle DaemonSet (a pod
+// becoming ready when every node runs a current pod) waits until the status
+// may be written again; any other update, or an update of a DaemonSet with
+// work left, waits for the batch only.
+func TestPodStatusOnlyUpdateWaitsForStatusWrite(t *testing.T) {
+	ds := newDaemonSet("agent")
+	owned := newPodFor(ds, "agent-n1", "n1")
+	notReady := owned.DeepCopy()
+	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
+	ready := func(mutate ...func(*corev1.Pod)) *corev1.Pod {
+		p := owned.DeepCopy()
+		p.ResourceVersion = "2"
+		for _, m := range mutate {
+			m(p)
+		}
+		return p
+	}
+	config := func(c *Config) {
+		c.PodUpdateBatch = 20 * time.Millisecond
+		c.StatusInterval = time.Second
+	}
+	tests := []struct {
+		name string
+		// nodes beyond n1: n2 has no pod, so the sync creates one
+		extraNode bool
+		cur       *corev1.Pod
+		want      string
+	}{
+		{name: "becoming ready", cur: ready(), want: "700ms"},
+		{name: "bound to its pinned node", cur: ready(func(p *corev1.Pod) { p.Spec.NodeName = "n1" }), want: "700ms"},
+		{name: "new labels", cur: ready(func(p *corev1.Pod) { p.Labels["extra"] = "x" }), want: "20ms"},
+		{name: "failed", cur: ready(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), want: "20ms"},
+		{name: "DaemonSet with a node to fill", extraNode: true, cur: ready(), want: "20ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil), notReady}
+			if tt.extraNode {
+				objs = append(objs, newNode("n2", nil))
+			}
+			f := newFixture(t, objs, config)
+			if err := f.sync(dsKey(ds)); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			if got := summarize(filterActions(f.actions(), "update daemonsets/status")); len(got) != 1 {
+				t.Fatalf("the first sync wrote status %d times, want once", len(got))
+			}
+			f.delayed.takeAfter()
+			f.clock.Step(300 * time.Millisecond)
+			f.c.updatePod(notReady, tt.cur)
+			if got := f.queued(); len(got) != 0 {
+				t.Errorf("enqueued at once: %v", got)
+			}
+			if diff := cmp.Diff([]string{dsKey(ds) + " " + tt.want}, f.delayed.takeAfter()); diff != "" {
+				t.Errorf("delayed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

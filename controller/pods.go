@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -73,29 +74,7 @@ func (c *Controller) applyPods(ctx context.Context, ds *appsv1.DaemonSet, key, h
 		mu.Unlock()
 	}
 
-	pos := 0
-	for _, size := range slowStartBatches(len(creates), c.maxCreateBatch) {
-		before := len(errs)
-		var wg sync.WaitGroup
-		for _, node := range creates[pos : pos+size] {
-			wg.Go(func() {
-				if err := c.createPod(ctx, ds, key, hash, node); err != nil {
-					fail(err)
-				}
-			})
-		}
-		wg.Wait()
-		pos += size
-		if len(errs) > before {
-			// Likely the same error for all (quota, admission): do not
-			// spam the API server; the requeue retries the slow start.
-			if skipped := len(creates) - pos; skipped > 0 {
-				c.logger.V(2).Info("Slow-start failure, skipping remaining creates", "daemonset", klog.KObj(ds), "skipped", skipped)
-				c.expectations.CreationObserved(key, skipped)
-			}
-			break
-		}
-	}
+	c.createInSlowStart(ctx, ds, key, hash, creates, fail)
 
 	var wg sync.WaitGroup
 	for _, d := range deletes {
@@ -109,6 +88,74 @@ func (c *Controller) applyPods(ctx context.Context, ds *appsv1.DaemonSet, key, h
 	return errors.Join(errs...)
 }
 
+// acquirePodWrite waits for a slot under Config.MaxPodWritesInFlight.
+func (c *Controller) acquirePodWrite(ctx context.Context) error {
+	if c.podWrites == nil {
+		return nil
+	}
+	return c.podWrites.Acquire(ctx, 1)
+}
+
+func (c *Controller) releasePodWrite() {
+	if c.podWrites != nil {
+		c.podWrites.Release(1)
+	}
+}
+
+// createInSlowStart creates a pod on each node, in slow-start batches of 1,
+// 2, 4, ... that each wait for the one before, as upstream's, while they are
+// smaller than maxCreateBatch; the rest then streams with maxCreateBatch in
+// flight, a new create as soon as one returns, instead of waiting for the
+// slowest of each batch. The first failure stops both: the creates not sent
+// are no longer expected, and the requeue retries the slow start.
+func (c *Controller) createInSlowStart(ctx context.Context, ds *appsv1.DaemonSet, key, hash string, nodes []string, fail func(error)) {
+	skip := func(sent int) {
+		if skipped := len(nodes) - sent; skipped > 0 {
+			// Likely the same error for all (quota, admission): do not
+			// spam the API server.
+			c.logger.V(2).Info("Slow-start failure, skipping remaining creates", "daemonset", klog.KObj(ds), "skipped", skipped)
+			c.expectations.CreationObserved(key, skipped)
+		}
+	}
+	var failed atomic.Bool
+	create := func(node string) {
+		if err := c.createPod(ctx, ds, key, hash, node); err != nil {
+			fail(err)
+			failed.Store(true)
+		}
+	}
+	pos := 0
+	for _, size := range slowStartBatches(len(nodes), c.maxCreateBatch) {
+		if size == c.maxCreateBatch {
+			break
+		}
+		var wg sync.WaitGroup
+		for _, node := range nodes[pos : pos+size] {
+			wg.Go(func() { create(node) })
+		}
+		wg.Wait()
+		pos += size
+		if failed.Load() {
+			skip(pos)
+			return
+		}
+	}
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, c.maxCreateBatch)
+	defer wg.Wait()
+	for i, node := range nodes[pos:] {
+		slots <- struct{}{}
+		if failed.Load() {
+			skip(pos + i)
+			return
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			create(node)
+		})
+	}
+}
+
 func (c *Controller) createPod(ctx context.Context, ds *appsv1.DaemonSet, key, hash, node string) error {
 	ds, hash = createTemplate(key, ds, hash, node)
 	pod := plan.NewPod(ds, hash, node, c.bindMode)
@@ -118,8 +165,16 @@ func (c *Controller) createPod(ctx context.Context, ds *appsv1.DaemonSet, key, h
 			return fmt.Errorf("waiting to create a pod on node %s: %w", node, err)
 		}
 	}
+	if err := c.acquirePodWrite(ctx); err != nil {
+		if c.createLimiter != nil {
+			c.createLimiter.Release(0, false)
+		}
+		c.expectations.CreationObserved(key, 1)
+		return fmt.Errorf("waiting to create a pod on node %s: %w", node, err)
+	}
 	start := c.clock.Now()
 	created, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	c.releasePodWrite()
 	if c.createLimiter != nil {
 		c.createLimiter.Release(c.clock.Since(start), err == nil)
 		c.metrics.createLimit.Set(float64(c.createLimiter.Limit()))
@@ -146,7 +201,11 @@ func (c *Controller) deletePodFor(ctx context.Context, ds *appsv1.DaemonSet, key
 		// Never delete a same-named replacement of the pod we decided on.
 		opts.Preconditions = &metav1.Preconditions{UID: &d.UID}
 	}
-	err := c.client.CoreV1().Pods(d.Namespace).Delete(ctx, d.Name, opts)
+	err := c.acquirePodWrite(ctx)
+	if err == nil {
+		err = c.client.CoreV1().Pods(d.Namespace).Delete(ctx, d.Name, opts)
+		c.releasePodWrite()
+	}
 	switch {
 	case err == nil:
 		c.metrics.podsDeleted.WithLabelValues(d.Reason).Inc()

@@ -68,6 +68,7 @@ func (c *Controller) forgetStatus(key string) {
 	c.statusMu.Lock()
 	delete(c.writtenStatus, key)
 	delete(c.statusWritten, key)
+	delete(c.idle, key)
 	c.statusMu.Unlock()
 }
 

@@ -138,6 +138,7 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 			errs = append(errs, err)
 		}
 	}
+	c.setIdle(key, p.Idle && satisfied && podErr == nil)
 	c.metrics.setDaemonSetGauges(namespace, name, p.Status.DesiredNumberScheduled, p.Status.UpdatedNumberScheduled, p.Status.NumberAvailable)
 	if p.RequeueAfter > 0 {
 		c.queue.AddAfter(key, p.RequeueAfter)

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -350,6 +351,77 @@ func TestSyncAdaptiveCreates(t *testing.T) {
 				t.Errorf("create_limit = %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// Past the slow start (batches smaller than MaxCreateBatch), the creates
+// stream with MaxCreateBatch in flight and stop being sent at the first
+// failure; the ones not sent are not awaited.
+func TestSyncStreamsCreatesAfterSlowStart(t *testing.T) {
+	var objs []runtime.Object
+	for i := range 12 {
+		objs = append(objs, newNode(fmt.Sprintf("n%02d", i), nil))
+	}
+	for _, tt := range []struct {
+		name string
+		// failCall is the create call that fails, counted from 1; 0: none
+		failCall int
+		min, max int // create calls sent
+	}{
+		{name: "all succeed", min: 12, max: 12},
+		// Batches of 1 and 2 (calls 1-3), then the stream, 4 in flight:
+		// besides the failing 4th call at most 3 were in flight, and no
+		// more are sent once it has failed.
+		{name: "the first streamed create fails", failCall: 4, min: 4, max: 7},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ds := newDaemonSet("agent")
+			f := newFixture(t, append([]runtime.Object{ds, currentRevision(t, ds)}, objs...), func(c *Config) { c.MaxCreateBatch = 4 })
+			calls := 0 // the fake client runs one reactor at a time
+			f.client.PrependReactor("create", "pods", func(a core.Action) (bool, runtime.Object, error) {
+				if calls++; calls == tt.failCall {
+					return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("exceeded quota"))
+				}
+				return false, nil, nil
+			})
+			err := f.sync(dsKey(ds))
+			if (err != nil) != (tt.failCall > 0) {
+				t.Fatalf("sync error = %v, want an error: %v", err, tt.failCall > 0)
+			}
+			creates := filterActions(f.actions(), "create pods")
+			if len(creates) < tt.min || len(creates) > tt.max {
+				t.Errorf("create calls = %d, want %d to %d", len(creates), tt.min, tt.max)
+			}
+			succeeded := len(creates)
+			if tt.failCall > 0 {
+				succeeded--
+			}
+			if adds, _ := f.c.expectations.Pending(dsKey(ds)); adds != succeeded {
+				t.Errorf("pending creates = %d, want %d (the successful creates)", adds, succeeded)
+			}
+		})
+	}
+}
+
+// MaxPodWritesInFlight: 0 is no cap, as upstream.
+func TestMaxPodWritesInFlight(t *testing.T) {
+	for _, tt := range []struct {
+		conf int
+		want int64 // 0: no cap
+	}{{0, 0}, {5, 5}} {
+		f := newFixture(t, nil, func(c *Config) { c.MaxPodWritesInFlight = tt.conf })
+		var got int64
+		if f.c.podWrites != nil {
+			for f.c.podWrites.TryAcquire(1) {
+				got++
+			}
+		}
+		if got != tt.want {
+			t.Errorf("MaxPodWritesInFlight %d: %d slots, want %d", tt.conf, got, tt.want)
+		}
+	}
+	if _, err := NewController(Config{Client: newFakeClient(), MaxPodWritesInFlight: -1}); err == nil {
+		t.Error("a negative MaxPodWritesInFlight was accepted")
 	}
 }
 
@@ -933,5 +1005,37 @@ func TestMergeStatusKeepsNewerObservedGeneration(t *testing.T) {
 	got := mergeStatus(appsv1.DaemonSetStatus{ObservedGeneration: 3}, appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 5})
 	if got.ObservedGeneration != 3 || got.DesiredNumberScheduled != 5 {
 		t.Errorf("mergeStatus = observedGeneration %d, desired %d; want 3, 5", got.ObservedGeneration, got.DesiredNumberScheduled)
+	}
+}
+
+// The revision data is kept while the DaemonSet's version stays, and a new
+// version (here a new template under the same UID) is encoded again; the
+// DaemonSet's deletion forgets it.
+func TestRevisionDataKeptPerVersion(t *testing.T) {
+	ds := newDaemonSet("agent")
+	ds.ResourceVersion = "5"
+	f := newFixture(t, []runtime.Object{ds})
+	first, err := f.c.revisionData(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := plan.RevisionData(ds)
+	if !bytes.Equal(first.Raw, want.Raw) {
+		t.Fatalf("revisionData = %s, want %s", first.Raw, want.Raw)
+	}
+	again, _ := f.c.revisionData(ds)
+	if &again.Raw[0] != &first.Raw[0] {
+		t.Error("the same version was encoded again")
+	}
+	updated := ds.DeepCopy()
+	updated.ResourceVersion, updated.Generation = "6", 2
+	updated.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/pause:3.11"
+	got, _ := f.c.revisionData(updated)
+	if want, _ := plan.RevisionData(updated); !bytes.Equal(got.Raw, want.Raw) {
+		t.Errorf("after a template change, revisionData = %s, want %s", got.Raw, want.Raw)
+	}
+	f.c.deleteDaemonSet(updated)
+	if n := len(f.c.revisionDataOf); n != 0 {
+		t.Errorf("%d revision data kept after the DaemonSet's deletion", n)
 	}
 }

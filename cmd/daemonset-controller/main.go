@@ -32,10 +32,15 @@
 //	                       0: no cap (upstream's fixed 250 makes large clusters
 //	                       wait for several syncs). Creates always go in slow-start
 //	                       batches 1, 2, 4, ... and stop after a failing batch.
-//	--max-create-batch 250 cap on creates in flight at once: the slow-start
-//	                       batches double up to it, then go on at it in the
-//	                       same sync (a 5000-node DaemonSet would otherwise
-//	                       send 2048 at once to a real API server)
+//	--max-create-batch 250 cap on one sync's creates in flight: the slow-start
+//	                       batches double while smaller than it, then the rest
+//	                       streams with this many in flight (a 5000-node
+//	                       DaemonSet would otherwise send 2048 at once to a
+//	                       real API server)
+//	--max-pod-writes-in-flight 0  cap on pod creates and deletes in flight
+//	                       over all DaemonSets; 0: none. About 90 fit in one
+//	                       HTTP/2 connection to kube-apiserver; past that each
+//	                       waiting request dials one more
 //	--create-pacing batch  "adaptive": one limit on creates in flight for the
 //	                       whole controller, 8 to --max-create-batch, that
 //	                       grows while creates are acknowledged fast and
@@ -47,7 +52,9 @@
 //	                       observedGeneration goes at once); 0: every sync
 //	--pod-update-batch-period 20ms  longest a sync waits after an update of
 //	                       one of its pods, so that the updates meanwhile share
-//	                       it; creates and deletes wake it at once; 0: every update
+//	                       it; creates and deletes wake it at once; 0: every update.
+//	                       A readiness update of a DaemonSet with nothing left
+//	                       to do waits until its status may be written again
 //	--profiling false      serve pprof under /debug/pprof/ on the metrics port
 //
 // Leader election (on by default, so that several replicas can run):

@@ -35,6 +35,7 @@ type options struct {
 	bindMode       string
 	burstReplicas  int
 	maxCreateBatch int
+	maxPodWrites   int
 	createPacing   string
 	syncDelay      time.Duration
 
@@ -116,6 +117,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Cap on the creates and on the deletes of one sync; 0: no cap (upstream's fixed 250 slows large clusters). Creates always go in slow-start batches 1, 2, 4, ... that stop at the first failing batch.")
 	fs.IntVar(&o.maxCreateBatch, "max-create-batch", o.maxCreateBatch,
 		"Cap on creates in flight at once: slow-start batches double up to this size, then go on at it within the same sync.")
+	fs.IntVar(&o.maxPodWrites, "max-pod-writes-in-flight", o.maxPodWrites,
+		"Cap on pod creates and deletes in flight at once, over all DaemonSets; 0: no cap. Up to about 90 the requests fit in one HTTP/2 connection to kube-apiserver (100 streams by default) beside the watches; past that Go's client dials a new connection, with its TLS handshake, for each request that waits. Measured at 1000 nodes, a cap of 80 made pods exist later and saved no measurable CPU.")
 	fs.StringVar(&o.createPacing, "create-pacing", o.createPacing,
 		`How creates are paced: "batch" sends each sync's slow-start batches at their full size; "adaptive" adds a controller-wide limit on creates in flight (8 to --max-create-batch) that grows while creates are acknowledged fast and shrinks as the API server queues them, leaving it headroom for the scheduler's bindings and the kubelets.`)
 	fs.BoolVar(&o.leaderElect, "leader-elect", o.leaderElect, "Elect a leader through a Lease before syncing, so that several replicas can run.")
@@ -189,6 +192,9 @@ func (o *options) validate() error {
 	}
 	if o.maxCreateBatch < 1 {
 		bad("max-create-batch", "must be at least 1, got %d", o.maxCreateBatch)
+	}
+	if o.maxPodWrites < 0 {
+		bad("max-pod-writes-in-flight", "must be 0 (no cap) or positive, got %d", o.maxPodWrites)
 	}
 	if o.burstReplicas < 0 {
 		bad("burst-replicas", "must be 0 (no cap) or positive, got %d", o.burstReplicas)

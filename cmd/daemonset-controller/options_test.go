@@ -49,6 +49,8 @@ func TestParse(t *testing.T) {
 		{args: []string{"--concurrent-daemonset-syncs=0"}, wantErr: "--concurrent-daemonset-syncs"},
 		{args: []string{"--bind-mode=kubelet"}, wantErr: "--bind-mode"},
 		{args: []string{"--burst-replicas=-5"}, wantErr: "--burst-replicas"},
+		{args: []string{"--max-pod-writes-in-flight=80"}},
+		{args: []string{"--max-pod-writes-in-flight=-1"}, wantErr: "--max-pod-writes-in-flight"},
 		{args: []string{"--kube-api-qps=50", "--kube-api-burst=0"}}, // burst follows the QPS
 		{args: []string{"--kube-api-burst=-1"}, wantErr: "--kube-api-burst"},
 		{args: []string{"--kube-api-content-type=application/json"}},

@@ -117,12 +117,17 @@ type PodRelabel struct {
 // cleanupHistory as data. revisions are those the DaemonSet controls, pods
 // all pods it controls, in any order.
 func PlanHistory(ds *appsv1.DaemonSet, revisions []*appsv1.ControllerRevision, pods []*corev1.Pod) HistoryPlan {
-	var hp HistoryPlan
 	data, err := RevisionData(ds)
 	if err != nil {
-		hp.Err = err
-		return hp
+		return HistoryPlan{Err: err}
 	}
+	return PlanHistoryOf(ds, data, revisions, pods)
+}
+
+// PlanHistoryOf is PlanHistory given RevisionData(ds), which a caller that
+// syncs the same DaemonSet often can keep instead of encoding it each time.
+func PlanHistoryOf(ds *appsv1.DaemonSet, data runtime.RawExtension, revisions []*appsv1.ControllerRevision, pods []*corev1.Pod) HistoryPlan {
+	var hp HistoryPlan
 
 	revs := slices.Clone(revisions)
 	slices.SortFunc(revs, func(a, b *appsv1.ControllerRevision) int { return cmp.Compare(a.Name, b.Name) })
