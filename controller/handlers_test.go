@@ -9,9 +9,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
@@ -483,5 +485,36 @@ func TestPodStatusOnlyUpdateWaitsForStatusWrite(t *testing.T) {
 				t.Errorf("delayed (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A sync that stops before it plans (here: the new template's
+// ControllerRevision cannot be created) leaves the DaemonSet not idle, so
+// readiness updates go back to the batch.
+func TestSyncStoppedEarlyIsNotIdle(t *testing.T) {
+	ds := newDaemonSet("agent")
+	owned := newPodFor(ds, "agent-n1", "n1")
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil), owned}, func(c *Config) {
+		c.PodUpdateBatch = 20 * time.Millisecond
+		c.StatusInterval = time.Second
+	})
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if !f.c.isIdle(dsKey(ds)) {
+		t.Fatal("a DaemonSet whose only node runs its current pod is not idle")
+	}
+	updated := ds.DeepCopy()
+	updated.Generation = 2
+	updated.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/pause:3.11"
+	f.addToCache(updated)
+	f.client.PrependReactor("create", "controllerrevisions", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("etcd is sad")
+	})
+	if err := f.sync(dsKey(ds)); err == nil {
+		t.Fatal("sync succeeded without its ControllerRevision")
+	}
+	if f.c.isIdle(dsKey(ds)) {
+		t.Error("still idle after a sync that stopped before planning")
 	}
 }

@@ -57,6 +57,10 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		return fmt.Errorf("getting DaemonSet %s from cache: %w", key, err)
 	}
 	c.metrics.dsSyncs.WithLabelValues(namespace, name).Inc()
+	// Idle only when this sync gets to plan and finds nothing to do: a sync
+	// that stops early leaves readiness updates on the usual batch.
+	idle := false
+	defer func() { c.setIdle(key, idle) }()
 	// Being deleted: the garbage collector removes its pods and revisions,
 	// and its status cannot be computed reliably (as upstream).
 	if ds.DeletionTimestamp != nil {
@@ -138,7 +142,7 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 			errs = append(errs, err)
 		}
 	}
-	c.setIdle(key, p.Idle && satisfied && podErr == nil)
+	idle = p.Idle && satisfied && podErr == nil
 	c.metrics.setDaemonSetGauges(namespace, name, p.Status.DesiredNumberScheduled, p.Status.UpdatedNumberScheduled, p.Status.NumberAvailable)
 	if p.RequeueAfter > 0 {
 		c.queue.AddAfter(key, p.RequeueAfter)
