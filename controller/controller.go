@@ -470,15 +470,7 @@ func (c *Controller) enqueuePodUpdate(ds *appsv1.DaemonSet) {
 // syncs about once per StatusInterval instead of once per batch, and its
 // status is written no later than before.
 func (c *Controller) enqueueStatusUpdate(ds *appsv1.DaemonSet, key string) {
-	after := c.podUpdateBatch
-	if c.statusInterval > 0 {
-		c.statusMu.Lock()
-		last, ok := c.statusWritten[key]
-		c.statusMu.Unlock()
-		if ok {
-			after = max(after, c.statusInterval-c.clock.Since(last))
-		}
-	}
+	after := max(c.podUpdateBatch, c.statusWritableIn(key))
 	if after <= 0 {
 		c.enqueue(ds)
 		return

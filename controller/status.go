@@ -75,7 +75,16 @@ func (c *Controller) forgetStatus(key string) {
 // statusWait is how long the status write of want over base must wait for
 // StatusInterval to pass since our last write of key's status; 0: now.
 func (c *Controller) statusWait(key string, base appsv1.DaemonSetStatus, want appsv1.DaemonSetStatus) time.Duration {
-	if c.statusInterval <= 0 || want.ObservedGeneration != base.ObservedGeneration {
+	if want.ObservedGeneration != base.ObservedGeneration {
+		return 0
+	}
+	return c.statusWritableIn(key)
+}
+
+// statusWritableIn is how long until StatusInterval has passed since our
+// last write of key's status; 0: now.
+func (c *Controller) statusWritableIn(key string) time.Duration {
+	if c.statusInterval <= 0 {
 		return 0
 	}
 	c.statusMu.Lock()
