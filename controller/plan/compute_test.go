@@ -393,7 +393,7 @@ func TestComputeIdle(t *testing.T) {
 		{name: "a rollout waits on an unready pod", ds: newDaemonSet("ds"),
 			pods: []*corev1.Pod{newPod("p-a", "a", notReady), newPod("p-b", "b", old)}},
 		{name: "maxSurge: old and new pod on one node", ds: newDaemonSet("ds", maxSurge(intstr.FromInt32(1))),
-			pods: []*corev1.Pod{newPod("p-a", "a"), newPod("p-a-new", "a", notReady), newPod("p-b", "b")}},
+			pods: []*corev1.Pod{newPod("p-a", "a", old), newPod("p-a-new", "a", notReady), newPod("p-b", "b")}},
 		{name: "OnDelete with an old pod", ds: newDaemonSet("ds", onDelete),
 			pods: []*corev1.Pod{newPod("p-a", "a", old), newPod("p-b", "b")}},
 		{name: "a failed pod to replace", ds: newDaemonSet("ds"),
