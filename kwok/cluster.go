@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -112,6 +113,10 @@ func (c ClusterConfig) withDefaults() (ClusterConfig, error) {
 // Cluster is a running KWOK cluster.
 type Cluster struct {
 	conf ClusterConfig
+	// restarting is held while RestartAPIServer or ReviveDead starts
+	// components, so that a supervisor never starts the API server that a
+	// fault step holds down.
+	restarting sync.Mutex
 }
 
 // Open returns a handle on the cluster named in conf without starting it.
@@ -373,7 +378,12 @@ const DeleteCollectionWorkers = 16
 
 func (c *Cluster) kwokctlConfig() ([]byte, error) {
 	disable := true
-	kcmArgs := []configv1alpha1.ExtraArgs{}
+	// One replica each: nothing to elect. With a Lease, a leader that
+	// cannot renew it within 10 s exits, and at 5000 nodes the saturated
+	// API server made kube-scheduler do so mid-suite: every later pod that
+	// needed binding stayed Pending.
+	noLeaderElection := configv1alpha1.ExtraArgs{Key: "leader-elect", Value: "false"}
+	kcmArgs := []configv1alpha1.ExtraArgs{noLeaderElection}
 	if !c.conf.UpstreamDaemonSetController {
 		kcmArgs = append(kcmArgs, configv1alpha1.ExtraArgs{Key: "controllers", Value: "*,-daemonset-controller"})
 	}
@@ -409,6 +419,7 @@ func (c *Cluster) kwokctlConfig() ([]byte, error) {
 		},
 		ComponentsPatches: []configv1alpha1.ComponentPatches{
 			{Name: "kube-controller-manager", ExtraArgs: kcmArgs},
+			{Name: "kube-scheduler", ExtraArgs: []configv1alpha1.ExtraArgs{noLeaderElection}},
 			// The default of one worker deletes a collection one object
 			// at a time: resetting 2000 pods between runs took 12 s.
 			{Name: "kube-apiserver", ExtraArgs: apiserverArgs},

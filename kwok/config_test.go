@@ -2,6 +2,7 @@ package kwok
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	configv1alpha1 "sigs.k8s.io/kwok/pkg/apis/config/v1alpha1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -54,6 +56,18 @@ func TestKwokctlConfigTurnsBuiltinDaemonSetControllerOff(t *testing.T) {
 		for _, want := range []string{"runtime: binary", "disableQPSLimits: true", "/bin-dir/kube-apiserver", "/bin-dir/etcd", "kind: KwokConfiguration", "podPlayStageParallelism: 32", "nodeLeaseDurationSeconds: 40", "delete-collection-workers"} {
 			if !strings.Contains(s, want) {
 				t.Errorf("config lacks %q:\n%s", want, s)
+			}
+		}
+		// Neither replica elects a leader: a lost Lease would make it exit.
+		first, _, _ := strings.Cut(s, "\n---\n")
+		var ctl configv1alpha1.KwokctlConfiguration
+		if err := yaml.UnmarshalStrict([]byte(first), &ctl); err != nil {
+			t.Fatalf("decoding the kwokctl configuration: %v\n%s", err, first)
+		}
+		for _, comp := range []string{"kube-scheduler", "kube-controller-manager"} {
+			i := slices.IndexFunc(ctl.ComponentsPatches, func(p configv1alpha1.ComponentPatches) bool { return p.Name == comp })
+			if i < 0 || !slices.Contains(ctl.ComponentsPatches[i].ExtraArgs, configv1alpha1.ExtraArgs{Key: "leader-elect", Value: "false"}) {
+				t.Errorf("upstream=%v: %s runs with leader election:\n%s", upstream, comp, first)
 			}
 		}
 	}

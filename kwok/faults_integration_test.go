@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -333,5 +335,80 @@ func resumeWatchOnce(ctx context.Context, client kubernetes.Interface, label, rv
 		}
 	case <-time.After(30 * time.Second):
 		return fmt.Errorf("the watch was accepted but sent nothing for 30 s")
+	}
+}
+
+// A kube-scheduler that dies leaves pods Pending; ReviveDead starts it
+// again from kwokctl's record (a new process, with the old one's log kept
+// aside), and it binds the pod that waited. The cluster's kube-scheduler and
+// kube-controller-manager run without leader election, so that a slow API
+// server cannot make them exit.
+func TestReviveDeadStartsKubeSchedulerAgain(t *testing.T) {
+	cluster, _, client := kwoktest.Cluster(t)
+	ctx := t.Context()
+	const label = "revive-test"
+	pool := kwok.NodePool{Prefix: "revive", Count: 1}
+	t.Cleanup(func() {
+		_ = client.CoreV1().Pods("default").DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: label})
+		_ = kwok.DeleteNodes(context.Background(), client, pool.NodeNames(), 0)
+	})
+	createSchedulable(t, client, pool)
+
+	pidOf := func(comp string) (int, bool) {
+		for _, p := range cluster.Status(ctx).Processes {
+			if p.Component == comp {
+				return p.PID, p.Alive
+			}
+		}
+		return 0, false
+	}
+	for _, comp := range []string{"kube-scheduler", "kube-controller-manager"} {
+		pid, _ := pidOf(comp)
+		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err != nil || !slices.Contains(strings.Split(string(cmdline), "\x00"), "--leader-elect=false") {
+			t.Errorf("%s (pid %d) runs with leader election: %q (%v)", comp, pid, cmdline, err)
+		}
+	}
+	old, alive := pidOf("kube-scheduler")
+	if !alive {
+		t.Fatalf("kube-scheduler (pid %d) does not run", old)
+	}
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "kube-scheduler gone", func() (bool, error) {
+		_, alive := pidOf("kube-scheduler")
+		return !alive, nil
+	})
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "revive-pod", Namespace: "default", Labels: map[string]string{label: "true"}},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{kwok.PoolLabel: pool.Prefix},
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers:  []corev1.Container{{Name: "c", Image: "busybox:1"}}},
+	}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if p, err := client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{}); err != nil || p.Spec.NodeName != "" {
+		t.Fatalf("with no scheduler the pod was bound to %q (%v): something else binds", p.Spec.NodeName, err)
+	}
+
+	revived, err := cluster.ReviveDead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"kube-scheduler"}, revived); diff != "" {
+		t.Errorf("revived (-want +got):\n%s", diff)
+	}
+	if pid, alive := pidOf("kube-scheduler"); !alive || pid == old {
+		t.Errorf("kube-scheduler: pid %d alive=%v, want a new live process (old pid %d)", pid, alive, old)
+	}
+	waitFor(t, 30*time.Second, "the waiting pod bound", func() (bool, error) {
+		p, err := client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName == pool.NodeNames()[0], err
+	})
+	if again, err := cluster.ReviveDead(ctx); again != nil || err != nil {
+		t.Errorf("all running: ReviveDead = %v, %v; want nothing", again, err)
 	}
 }

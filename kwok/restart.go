@@ -20,10 +20,13 @@ import (
 const APIServerRestartTimeout = 2 * time.Minute
 
 // leaderElectionSettle is how long after the kill RestartAPIServer looks at
-// the other components. kube-controller-manager and kube-scheduler hold a
-// leader Lease with the upstream defaults (renew deadline 10 s, a try every
-// 2 s); a leader that cannot renew in time exits ("leaderelection lost"), at
-// the latest about 2 s + 10 s after the API server went away.
+// the other components. With leader election on (kwokctl's default, which
+// the harness turns off: see config), kube-controller-manager and
+// kube-scheduler hold a leader Lease with the upstream defaults (renew
+// deadline 10 s, a try every 2 s); a leader that cannot renew in time exits
+// ("leaderelection lost"), at the latest about 2 s + 10 s after the API
+// server went away. The check stays for clusters made before, and for any
+// other exit.
 const leaderElectionSettle = 15 * time.Second
 
 // RestartAPIServer crashes kube-apiserver (SIGKILL) and, after downtime,
@@ -59,6 +62,8 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, downtime time.Duration) 
 	if downtime < 0 {
 		return fmt.Errorf("restarting kube-apiserver of cluster %q: downtime %v is negative", c.conf.Name, downtime)
 	}
+	c.restarting.Lock()
+	defer c.restarting.Unlock()
 	before := c.componentPIDs()
 	wasAlive := map[string]int{}
 	for comp, pid := range before {
@@ -109,6 +114,49 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, downtime time.Duration) 
 		}
 	}
 	return nil
+}
+
+// ReviveDead has kwokctl start again every component of the cluster whose
+// process is gone, as a supervisor (kubelet, systemd) would on a real
+// control plane, and returns the ones it started, sorted; none when all
+// run. A kube-apiserver it starts is waited for (at most
+// APIServerRestartTimeout). It does nothing while RestartAPIServer runs,
+// which holds the API server down on purpose and starts the others itself.
+//
+// A dead component is not the controller's doing: kube-scheduler gone
+// leaves every pod that needs binding Pending, whoever created it. Seen at
+// 5000 nodes, when kube-scheduler still ran with leader election and lost
+// its Lease to a saturated API server: the next run waited on a scheduler
+// that was no more.
+func (c *Cluster) ReviveDead(ctx context.Context) ([]string, error) {
+	if !c.restarting.TryLock() {
+		return nil, nil
+	}
+	defer c.restarting.Unlock()
+	alive := map[string]int{}
+	var dead []string
+	for comp, pid := range c.componentPIDs() {
+		if processAlive(pid) {
+			alive[comp] = pid
+		} else {
+			dead = append(dead, comp)
+		}
+	}
+	if len(dead) == 0 {
+		return nil, nil
+	}
+	slices.Sort(dead)
+	fmt.Fprintf(c.conf.Log, "components %v of cluster %q exited; starting them again\n", dead, c.conf.Name)
+	apiserver, err := c.startDeadComponents(ctx)
+	if err != nil {
+		return dead, fmt.Errorf("cluster %q: %w", c.conf.Name, err)
+	}
+	if slices.Contains(dead, ComponentKubeAPIServer) {
+		if err := c.waitAPIServer(ctx, apiserver); err != nil {
+			return dead, fmt.Errorf("cluster %q: %w", c.conf.Name, err)
+		}
+	}
+	return dead, nil
 }
 
 // killComponent sends SIGKILL to comp's process, pid, once it is sure that

@@ -135,3 +135,38 @@ func TestCommandName(t *testing.T) {
 		}
 	}
 }
+
+// ReviveDead starts nothing when every component runs, and nothing while
+// RestartAPIServer holds the API server down on purpose; otherwise it
+// retires the dead ones before kwokctl starts them (here kwokctl is
+// missing, so the start fails, and says for which cluster and components).
+func TestReviveDead(t *testing.T) {
+	live := map[string]int{ComponentKubeAPIServer: os.Getpid(), "kube-scheduler": os.Getpid()}
+	c := clusterWithPIDs(t, live)
+	if got, err := c.ReviveDead(t.Context()); got != nil || err != nil {
+		t.Errorf("all alive: ReviveDead = %v, %v; want nothing to do", got, err)
+	}
+
+	dead := deadPID(t)
+	withDead := map[string]int{ComponentKubeAPIServer: os.Getpid(), "kube-scheduler": dead}
+	c = clusterWithPIDs(t, withDead)
+	c.restarting.Lock() // as RestartAPIServer holds it
+	if got, err := c.ReviveDead(t.Context()); got != nil || err != nil {
+		t.Errorf("during a restart: ReviveDead = %v, %v; want it to leave the components to the restart", got, err)
+	}
+	if diff := cmp.Diff(withDead, c.componentPIDs()); diff != "" {
+		t.Errorf("during a restart, pid files changed (-before +after):\n%s", diff)
+	}
+	c.restarting.Unlock()
+
+	got, err := c.ReviveDead(t.Context())
+	if diff := cmp.Diff([]string{"kube-scheduler"}, got); diff != "" {
+		t.Errorf("dead components (-want +got):\n%s", diff)
+	}
+	if err == nil || !strings.Contains(err.Error(), `cluster "restart"`) || !strings.Contains(err.Error(), "kube-scheduler") {
+		t.Errorf("got %v, want kwokctl's failure naming the cluster and kube-scheduler", err)
+	}
+	if _, ok := c.componentPIDs()["kube-scheduler"]; ok {
+		t.Errorf("the dead kube-scheduler's pid file is still there for kwokctl to take for a live process")
+	}
+}
