@@ -75,11 +75,14 @@ func (s *runState) slowAPI(ctx context.Context, a *scenarios.SlowAPI, rec *repor
 	return 1, ctx.Err()
 }
 
-// ClusterFaults are the faults only a local cluster can suffer
-// (kwok.Cluster implements them).
+// ClusterFaults are the faults only a local cluster can suffer, and the
+// supervision only a local cluster can get (kwok.Cluster implements them).
 type ClusterFaults interface {
 	RestartAPIServer(ctx context.Context, downtime time.Duration) error
 	CompactEtcd(ctx context.Context) (revision int64, err error)
+	// ReviveDead starts again the cluster's components whose process is
+	// gone and returns which; none while RestartAPIServer runs.
+	ReviveDead(ctx context.Context) ([]string, error)
 }
 
 // apiServerRestart compacts etcd if asked, then restarts the API server.

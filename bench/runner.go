@@ -224,6 +224,7 @@ func (r *Runner) Run(ctx context.Context, sc *scenarios.Scenario, which Controll
 	s := &runState{r: r, sc: sc, which: which, run: &run, pools: map[string]*poolState{}}
 	err := s.play(ctx)
 	run.End = r.clock.Now()
+	run.ClusterRestarts = s.clusterRestarts
 	if s.stopped != "" && ctx.Err() == nil {
 		err = errors.New(s.stopped)
 	}
@@ -291,6 +292,9 @@ type runState struct {
 	nodeReset *nodeReset
 	// cpuAtStart is the harness's CPU when the run began.
 	cpuAtStart time.Duration
+	// clusterRestarts are the cluster's components the supervisor started
+	// again during the run.
+	clusterRestarts []reports.ClusterRestart
 }
 
 func (s *runState) play(ctx context.Context) (err error) {
@@ -324,6 +328,11 @@ func (s *runState) play(ctx context.Context) (err error) {
 	})
 
 	s.progress("preparing cluster")
+	if err := s.reviveBeforeRun(ctx); err != nil {
+		return err
+	}
+	sup := s.supervise(ctx)
+	defer func() { s.clusterRestarts = sup.finish() }()
 	resetStart := s.r.clock.Now()
 	if err := s.reset(ctx); err != nil {
 		return fmt.Errorf("resetting cluster: %w", err)

@@ -456,26 +456,40 @@ func TestWatchGapDuringAFaultIsMarkedNotExcused(t *testing.T) {
 	}
 }
 
-// Runs in which kwok stalled pods leave the statistics. A controller whose
-// every run stalls is then compared on nothing, and the gate fails: leaving
-// them out can hide no regression. One clean run less only narrows the test.
-func TestGateStalledRunsCompareNothing(t *testing.T) {
+// Runs in which kwok stalled pods, or in which a cluster component exited,
+// leave the statistics. A controller whose every run is left out is then
+// compared on nothing, and the gate fails: leaving them out can hide no
+// regression. One clean run less only narrows the test.
+func TestGateLeftOutRunsCompareNothing(t *testing.T) {
 	base := []float64{10.0, 10.4, 9.8, 10.1, 10.6, 9.9, 10.2, 10.3}
 	baseline := NewBaseline(newReport(base, nil), DefaultTolerance)
-	stall := []SimulatorStall{{Pod: "s/p", Node: "n1", Seconds: 25, Nudged: true}}
+	for _, tc := range []struct {
+		name    string
+		leftOut func(*Run)
+	}{
+		{"simulator stall", func(r *Run) {
+			r.SimulatorStalls = []SimulatorStall{{Pod: "s/p", Node: "n1", Seconds: 25, Nudged: true}}
+		}},
+		{"cluster restart", func(r *Run) {
+			r.ClusterRestarts = []ClusterRestart{{Component: "kube-scheduler", At: r.Start.Add(time.Second)}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			all := newReport(scaled(base, 3), nil) // three times slower, every run left out
+			for i := range all.Runs {
+				tc.leftOut(&all.Runs[i])
+			}
+			g := Gate(all, baseline)
+			if g.Pass || !slices.ContainsFunc(g.Failures, func(f string) bool { return strings.Contains(f, "the gate compared nothing") }) {
+				t.Errorf("every run left out: pass=%v failures=%q, want a failing gate that compared nothing", g.Pass, g.Failures)
+			}
 
-	all := newReport(scaled(base, 3), nil) // three times slower, every run stalled
-	for i := range all.Runs {
-		all.Runs[i].SimulatorStalls = stall
-	}
-	g := Gate(all, baseline)
-	if g.Pass || !slices.ContainsFunc(g.Failures, func(f string) bool { return strings.Contains(f, "the gate compared nothing") }) {
-		t.Errorf("every run stalled: pass=%v failures=%q, want a failing gate that compared nothing", g.Pass, g.Failures)
-	}
-
-	some := newReport(scaled(base, 3), nil) // three times slower, two runs stalled
-	some.Runs[0].SimulatorStalls, some.Runs[1].SimulatorStalls = stall, stall
-	if g := Gate(some, baseline); g.Pass {
-		t.Errorf("a 3x slower controller passed once two of its runs were left out:\n%s", g.Markdown())
+			some := newReport(scaled(base, 3), nil) // three times slower, two runs left out
+			tc.leftOut(&some.Runs[0])
+			tc.leftOut(&some.Runs[1])
+			if g := Gate(some, baseline); g.Pass {
+				t.Errorf("a 3x slower controller passed once two of its runs were left out:\n%s", g.Markdown())
+			}
+		})
 	}
 }

@@ -29,6 +29,7 @@ const (
 	CheckNodeFlaps           = "node-flaps"
 	CheckHarnessLimited      = "harness-limited"
 	CheckSimulatorStall      = "simulator-stall"
+	CheckClusterRestart      = "cluster-restart"
 )
 
 // Finding is one invariant that did not hold in one run.
@@ -146,6 +147,23 @@ func checkRun(run *Run) []Finding {
 		}
 		add(SeverityWarn, CheckSimulatorStall, "kwok left %d %s Pending on Ready nodes (longest %ss, %d never started); the harness nudged each; %s",
 			len(st), plural(len(st), "pod", "pods"), fmtDecimal(worst), open, left)
+	}
+	if rs := run.ClusterRestarts; len(rs) > 0 {
+		var parts, failed []string
+		for _, r := range rs {
+			part := fmt.Sprintf("%s at %ss", r.Component, fmtDecimal(r.At.Sub(run.Start).Seconds()))
+			if r.Error != "" {
+				failed = append(failed, part+": "+r.Error)
+			}
+			parts = append(parts, part)
+		}
+		if len(failed) > 0 {
+			add(SeverityFail, CheckClusterRestart, "cluster %s exited and did not start again (%s): the run measured a broken cluster",
+				plural(len(failed), "component", "components"), strings.Join(failed, "; "))
+		} else {
+			add(SeverityWarn, CheckClusterRestart, "cluster %s exited and the harness started %s again (%s); the run is left out of the statistics, since its times include the outage",
+				plural(len(rs), "component", "components"), plural(len(rs), "it", "them"), strings.Join(parts, ", "))
+		}
 	}
 	if h := run.Harness; h != nil && h.Rejected > 0 {
 		add(SeverityFail, CheckHarnessLimited, "the oracle could not apply %d watch events: its view is incomplete", h.Rejected)

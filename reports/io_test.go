@@ -94,6 +94,8 @@ func TestValidate(t *testing.T) {
 		{name: "NaN seconds", mutate: func(r *Report) { r.Runs[0].Steps[0].Seconds = math.NaN() }, want: "step create: seconds NaN"},
 		{name: "negative latency", mutate: func(r *Report) { r.Runs[0].NodeJoins = []NodeLatency{{Node: "n", Seconds: -1}} }, want: "node join n"},
 		{name: "coverage > 1", mutate: func(r *Report) { r.Runs[0].Coverage.ObservedFraction = 1.5 }, want: "observedFraction 1.5"},
+		{name: "cluster restart", mutate: func(r *Report) { r.Runs[0].ClusterRestarts = []ClusterRestart{{Component: "kube-scheduler"}} }},
+		{name: "cluster restart of nothing", mutate: func(r *Report) { r.Runs[0].ClusterRestarts = []ClusterRestart{{}} }, want: "a restart without a component"},
 		{name: "schema", mutate: func(r *Report) { r.SchemaVersion = "x" }, want: "unsupported schema version"},
 	}
 	for _, tc := range tests {

@@ -124,9 +124,10 @@ const StallSettle = 20 * time.Second
 // (the invariants still judge them, and say they were left out). One
 // exception: the node-join latencies of a run whose every join began at
 // least StallSettle after the last stall ended (stalls at create, joins
-// after a pause) owe nothing to the stalls, and are kept.
+// after a pause) owe nothing to the stalls, and are kept. Runs in which a
+// component of the cluster exited (ClusterRestarts) yield none either.
 func RunMetrics(run *Run) []MetricValue {
-	if !run.OK() {
+	if !run.OK() || len(run.ClusterRestarts) > 0 {
 		return nil
 	}
 	var out []MetricValue
@@ -300,7 +301,8 @@ type Group struct {
 	Controller string
 	Runs       []*Run // sorted by repetition, failed runs included
 	Metrics    []Series
-	// NodeJoins and NodeRollouts pool the per-node latencies of all successful runs.
+	// NodeJoins and NodeRollouts pool the per-node latencies of all successful
+	// runs but those in which a cluster component exited.
 	NodeJoins, NodeRollouts []float64
 }
 
@@ -376,7 +378,7 @@ func fillSeries(g *Group) {
 			g.Metrics[i].Values = append(g.Metrics[i].Values, mv.Value)
 			g.Metrics[i].Repetitions = append(g.Metrics[i].Repetitions, run.Repetition)
 		}
-		if run.OK() {
+		if run.OK() && len(run.ClusterRestarts) == 0 {
 			g.NodeJoins = append(g.NodeJoins, nodeJoinSeconds(run)...)
 			g.NodeRollouts = append(g.NodeRollouts, nodeRolloutSeconds(run)...)
 		}

@@ -39,6 +39,9 @@ func TestRunMetrics(t *testing.T) {
 	// kwok left a pod Pending: the run's times are the simulator's.
 	stalled := full
 	stalled.SimulatorStalls = []SimulatorStall{{Pod: "bench/agent-x", Node: "n1", Seconds: 30, Nudged: true}}
+	// kube-scheduler exited and was started again: the times include the outage.
+	restarted := full
+	restarted.ClusterRestarts = []ClusterRestart{{Component: "kube-scheduler", At: start.Add(3 * time.Second)}}
 	// Stalls that ended StallSettle before the first join leave the joins'
 	// latencies standing, and nothing else; any closer, open or during the
 	// joins, and the run gives no metric.
@@ -85,6 +88,7 @@ func TestRunMetrics(t *testing.T) {
 		}},
 		{name: "failed", run: failed, want: map[string]float64{}},
 		{name: "simulator stall", run: stalled, want: map[string]float64{}},
+		{name: "cluster component restarted", run: restarted, want: map[string]float64{}},
 		{name: "stalls ended before the joins", run: stalledBeforeJoins, want: map[string]float64{"node-join-p99": 2}},
 		{name: "stalls ended less than StallSettle before the joins", run: stalledJustBeforeJoins, want: map[string]float64{}},
 		{name: "open stall", run: openStall, want: map[string]float64{}},
@@ -183,6 +187,23 @@ func TestCheckRun(t *testing.T) {
 		}, want: []string{
 			`fail unexpected-violation: 1 unexpected violation (extra-pod ×1); first: extra-pod on node "n1" at +3.00s for 1.50s`,
 			"warn simulator-stall: kwok left 1 pod Pending on Ready nodes (longest 31.50s, 0 never started); the harness nudged each; the run is left out of the statistics, since its times include the stall",
+		}},
+		// A cluster component that exited leaves the statistics, not the
+		// verdict; one that could not be started again fails the run.
+		{name: "cluster restart with a violation", mutate: func(r *Run) {
+			r.ClusterRestarts = []ClusterRestart{{Component: "kube-scheduler", At: r.Start.Add(12500 * time.Millisecond)}}
+			r.Violations = []Violation{{Kind: "extra-pod", Node: "n1", Start: r.Start.Add(3 * time.Second), Seconds: 1.5}}
+		}, want: []string{
+			`fail unexpected-violation: 1 unexpected violation (extra-pod ×1); first: extra-pod on node "n1" at +3.00s for 1.50s`,
+			"warn cluster-restart: cluster component exited and the harness started it again (kube-scheduler at 12.50s); the run is left out of the statistics, since its times include the outage",
+		}},
+		{name: "cluster component not started again", mutate: func(r *Run) {
+			r.ClusterRestarts = []ClusterRestart{
+				{Component: "kube-controller-manager", At: r.Start.Add(2 * time.Second)},
+				{Component: "kube-scheduler", At: r.Start.Add(2 * time.Second), Error: "kwokctl start cluster: exit status 1"},
+			}
+		}, want: []string{
+			"fail cluster-restart: cluster component exited and did not start again (kube-scheduler at 2.00s: kwokctl start cluster: exit status 1): the run measured a broken cluster",
 		}},
 		{name: "simulator stall before the node joins", mutate: func(r *Run) {
 			r.SimulatorStalls = []SimulatorStall{{Pod: "ns/p", Node: "n1", Start: r.Start, Seconds: 25, Nudged: true}}

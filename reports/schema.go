@@ -204,6 +204,10 @@ type Run struct {
 	// SimulatorStalls are pods kwok left Pending on a Ready node past the
 	// harness's bound; the harness nudged each (see bench/stalls.go).
 	SimulatorStalls []SimulatorStall `json:"simulatorStalls,omitempty"`
+	// ClusterRestarts are the cluster's own components (not the controller
+	// under test) that exited during the run and that the harness started
+	// again, as a supervisor would.
+	ClusterRestarts []ClusterRestart `json:"clusterRestarts,omitempty"`
 	// Faults are the faults the scenario's fault steps injected, judged.
 	Faults []Fault `json:"faults,omitempty"`
 	// Harness is the harness's own health in this run: how far its oracle
@@ -212,6 +216,15 @@ type Run struct {
 	// Extra carries further scalar measurements (for example kwok's own
 	// pod throughput); they are summarized and compared like the built-in ones.
 	Extra []ExtraMetric `json:"extra,omitempty"`
+}
+
+// ClusterRestart is one component of the cluster found dead during a run.
+type ClusterRestart struct {
+	Component string `json:"component"`
+	// At is when the harness found it gone (within a second of its exit).
+	At time.Time `json:"at"`
+	// Error is why starting it again failed; "" when it runs again.
+	Error string `json:"error,omitempty"`
 }
 
 // Fault is one fault step as it happened.
@@ -530,6 +543,11 @@ func Validate(r *Report) error {
 			checkSeconds("cpu", run.Resources.CPUSeconds)
 			if f := run.Coverage.ObservedFraction; math.IsNaN(f) || f < 0 || f > 1 {
 				bad("coverage.observedFraction %v outside [0, 1]", f)
+			}
+			for _, r := range run.ClusterRestarts {
+				if r.Component == "" {
+					bad("clusterRestarts: a restart without a component")
+				}
 			}
 			for _, e := range run.Extra {
 				if e.Name == "" || math.IsNaN(e.Value) || math.IsInf(e.Value, 0) {

@@ -2,13 +2,19 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/dsbench/dsbench/kwok"
 	"github.com/dsbench/dsbench/kwok/kwoktest"
@@ -366,5 +372,72 @@ func TestChaosFaultsSurvived(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(dir, reports.MarkdownFile))
 	if err != nil || !strings.Contains(string(md), "## Faults") {
 		t.Errorf("report.md has no Faults section (%v)", err)
+	}
+}
+
+// A component of the cluster that exits mid-run is the cluster's fault, not
+// the controller's. kube-scheduler, killed once the scenario's DaemonSet
+// exists, leaves our controller's pods Pending until the harness starts it
+// again (it looks every second); the run then converges and holds every
+// invariant, records the restart, and leaves the statistics with a warning.
+func TestClusterComponentRestartedMidRun(t *testing.T) {
+	args := clusterArgs(t)
+	cluster, _, client := kwoktest.Cluster(t)
+	ctx := t.Context()
+	schedulerPID := func() (int, bool) {
+		for _, p := range cluster.Status(ctx).Processes {
+			if p.Component == "kube-scheduler" {
+				return p.PID, p.Alive
+			}
+		}
+		return 0, false
+	}
+	before, alive := schedulerPID()
+	if !alive {
+		t.Fatalf("kube-scheduler (pid %d) does not run", before)
+	}
+	killed := make(chan error, 1)
+	go func() {
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := client.AppsV1().DaemonSets("bench").Get(ctx, "agent", metav1.GetOptions{})
+			return err == nil, nil
+		})
+		if err == nil {
+			err = syscall.Kill(before, syscall.SIGKILL)
+		}
+		killed <- err
+	}()
+	out := t.TempDir()
+	if _, err := runCLI(t, append([]string{"run", "--out", out, "--nodes", "30", "--repetitions", "1", "--controller", "ours", "--warmup", "off"}, append(args, "bench-rollout")...)...); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if err := <-killed; err != nil {
+		t.Fatalf("killing kube-scheduler (pid %d) once the DaemonSet existed: %v", before, err)
+	}
+	if pid, alive := schedulerPID(); !alive || pid == before {
+		t.Errorf("kube-scheduler: pid %d alive=%v, want a new process (killed pid %d)", pid, alive, before)
+	}
+	_, r := onlyReport(t, out)
+	if len(r.Runs) != 1 {
+		t.Fatalf("%d runs, want 1", len(r.Runs))
+	}
+	run := r.Runs[0]
+	if !run.OK() {
+		t.Errorf("%s failed: %s", run.ID(), run.Error)
+	}
+	if len(run.ClusterRestarts) != 1 || run.ClusterRestarts[0].Component != "kube-scheduler" || run.ClusterRestarts[0].Error != "" {
+		t.Errorf("cluster restarts %+v, want kube-scheduler started again", run.ClusterRestarts)
+	}
+	if m := reports.RunMetrics(&run); len(m) != 0 {
+		t.Errorf("the run gave %d metrics, want none: its times include the scheduler's absence", len(m))
+	}
+	findings := reports.CheckInvariants(r)
+	if !reports.Holds(findings, reports.ControllerOurs) {
+		t.Errorf("invariants do not hold for our controller: %+v", findings)
+	}
+	if !slices.ContainsFunc(findings, func(f reports.Finding) bool {
+		return f.Check == reports.CheckClusterRestart && f.Severity == reports.SeverityWarn
+	}) {
+		t.Errorf("no cluster-restart warning among %+v", findings)
 	}
 }
