@@ -148,10 +148,15 @@ func TestLeaderFailoverUnderLoad(t *testing.T) {
 
 	// The pods' watch starts before the DaemonSet exists, so that it sees
 	// every state of them.
-	w := f.watchPods()
+	w := f.watchPods(imageV1)
 	ds := f.createDaemonSet()
 	f.waitRollout(imageV1, convergeTimeout)
-	w.armed.Store(true)
+	// The watch may trail the list that saw the first rollout done, and
+	// the states it has yet to deliver are the create's: it arms itself
+	// when it reaches the converged state, and the rollout waits for that.
+	f.waitFor(convergeTimeout, "the pod watch to reach the converged state", func(context.Context) (bool, string, error) {
+		return w.armed.Load(), "", nil
+	})
 
 	patch := fmt.Appendf(nil, `{"spec":{"template":{"spec":{"containers":[{"name":"agent","image":%q}]}}}}`, imageV2)
 	if _, err := client.AppsV1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
@@ -168,17 +173,7 @@ func TestLeaderFailoverUnderLoad(t *testing.T) {
 	}
 	f.waitRollout(imageV2, rolloutTimeout)
 
-	w.Stop()
-	t.Logf("pod watch: %d events", w.Events())
-	if w.Relists() > 0 {
-		t.Errorf("the pod watch had to relist %d times: the states in between went unseen", w.Relists())
-	}
-	for _, v := range w.violations {
-		t.Errorf("pods: %s", v)
-	}
-	if w.dropped > 0 {
-		t.Errorf("pods: and %d more violations", w.dropped)
-	}
+	w.judge(t)
 
 	// The standby first: then the leader's release hands the Lease to
 	// no one, and the log's handovers are the kills' alone.
@@ -560,20 +555,31 @@ func (f *fixture) waitFor(timeout time.Duration, what string, cond func(ctx cont
 // missed (polling could skip a short overlap).
 type podWatch struct {
 	*kwoktest.PodWatch
-	// armed turns the unavailability check on.
+	// armed turns the unavailability check on, from the first state in
+	// which every node runs one Ready pod of the image watchPods was given.
 	armed atomic.Bool
 	// Read after Stop.
 	violations []string
 	dropped    int
+	judged     bool
 }
 
 const maxViolations = 20
 
-func (f *fixture) watchPods() *podWatch {
+func (f *fixture) watchPods(armAt string) *podWatch {
 	f.t.Helper()
 	w := &podWatch{}
 	seen := map[string]bool{} // each problem once
 	pw, err := kwoktest.WatchPods(f.ctx, f.client, f.ns, func(pods []*corev1.Pod, rv string) {
+		if !w.armed.Load() {
+			state := make([]corev1.Pod, len(pods))
+			for i, p := range pods {
+				state[i] = *p
+			}
+			if _, problems := rolloutState(state, f.nodes, armAt); len(problems) == 0 {
+				w.armed.Store(true)
+			}
+		}
 		for _, v := range instantProblems(pods, f.nodes, maxUnavailable, w.armed.Load()) {
 			switch {
 			case seen[v]:
@@ -589,8 +595,30 @@ func (f *fixture) watchPods() *podWatch {
 		f.t.Fatal(err)
 	}
 	w.PodWatch = pw
-	f.t.Cleanup(w.Stop)
+	// A test that stops early still says what the watch saw until then.
+	f.t.Cleanup(func() { w.judge(f.t) })
 	return w
+}
+
+// judge stops the watch and fails t for every problem it saw; only its
+// first call reports.
+func (w *podWatch) judge(t *testing.T) {
+	t.Helper()
+	if w.judged {
+		return
+	}
+	w.judged = true
+	w.Stop()
+	t.Logf("pod watch: %d events", w.Events())
+	if w.Relists() > 0 {
+		t.Errorf("the pod watch had to relist %d times: the states in between went unseen", w.Relists())
+	}
+	for _, v := range w.violations {
+		t.Errorf("pods: %s", v)
+	}
+	if w.dropped > 0 {
+		t.Errorf("pods: and %d more violations", w.dropped)
+	}
 }
 
 // ---------------------------------------------------------------------------
