@@ -41,10 +41,7 @@ func TestRestartAPIServerAfterCompaction(t *testing.T) {
 	ctx := t.Context()
 	const label = "apirestart-test"
 	pool := kwok.NodePool{Prefix: "apirestart", Count: 3}
-	t.Cleanup(func() {
-		_ = client.CoreV1().Pods("default").DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: label})
-		_ = kwok.DeleteNodes(context.Background(), client, pool.NodeNames(), 0)
-	})
+	removeAtEnd(t, client, pool, label)
 	createSchedulable(t, client, pool)
 
 	list, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: label})
@@ -348,10 +345,7 @@ func TestReviveDeadStartsKubeSchedulerAgain(t *testing.T) {
 	ctx := t.Context()
 	const label = "revive-test"
 	pool := kwok.NodePool{Prefix: "revive", Count: 1}
-	t.Cleanup(func() {
-		_ = client.CoreV1().Pods("default").DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: label})
-		_ = kwok.DeleteNodes(context.Background(), client, pool.NodeNames(), 0)
-	})
+	removeAtEnd(t, client, pool, label)
 	createSchedulable(t, client, pool)
 
 	pidOf := func(comp string) (int, bool) {

@@ -105,6 +105,15 @@ func TestKwokStallsPodsOfReusedNodeNames(t *testing.T) {
 	}
 }
 
+// removeAtEnd deletes, when the test ends, the pool's nodes and the pods of
+// the default namespace that carry label.
+func removeAtEnd(t *testing.T, client kubernetes.Interface, p kwok.NodePool, label string) {
+	t.Cleanup(func() {
+		_ = client.CoreV1().Pods("default").DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: label})
+		_ = kwok.DeleteNodes(context.Background(), client, p.NodeNames(), 0)
+	})
+}
+
 func createSchedulable(t *testing.T, client kubernetes.Interface, p kwok.NodePool) {
 	t.Helper()
 	ctx := t.Context()
@@ -144,10 +153,7 @@ func TestKwokNeverStartsPodsBoundBeforeItsNode(t *testing.T) {
 	ctx := t.Context()
 	const n = 6
 	early := kwok.NodePool{Prefix: "early", Count: n}
-	t.Cleanup(func() {
-		_ = client.CoreV1().Pods("default").DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "early-test"})
-		_ = kwok.DeleteNodes(context.Background(), client, early.NodeNames(), 0)
-	})
+	removeAtEnd(t, client, early, "early-test")
 	podName := func(node string) string { return "early-" + node }
 	for _, node := range early.NodeNames() {
 		pod := &corev1.Pod{
@@ -197,10 +203,7 @@ func TestKwokDeletesEachPodOnce(t *testing.T) {
 	ctx := t.Context()
 	const n = 20
 	pool := kwok.NodePool{Prefix: "deleteonce", Count: n}
-	t.Cleanup(func() {
-		_ = client.CoreV1().Pods("default").DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "deleteonce-test"})
-		_ = kwok.DeleteNodes(context.Background(), client, pool.NodeNames(), 0)
-	})
+	removeAtEnd(t, client, pool, "deleteonce-test")
 	createSchedulable(t, client, pool)
 	name := func(node string) string { return "deleteonce-" + node }
 	for _, node := range pool.NodeNames() {
