@@ -133,12 +133,9 @@ func (c *Cluster) ReviveDead(ctx context.Context) ([]string, error) {
 		return nil, nil
 	}
 	defer c.restarting.Unlock()
-	alive := map[string]int{}
 	var dead []string
 	for comp, pid := range c.componentPIDs() {
-		if processAlive(pid) {
-			alive[comp] = pid
-		} else {
+		if !processAlive(pid) {
 			dead = append(dead, comp)
 		}
 	}
