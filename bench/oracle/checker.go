@@ -152,9 +152,8 @@ type Checker struct {
 
 	open   map[episodeKey]*Violation
 	atOnce map[episodeKey]bool // open episodes that no grace excuses
-	// misplacedRV is, for an open PodOnIneligibleNode episode of a node that
-	// never was must-run, the lowest first resourceVersion of its misplaced
-	// pods: see withdrawReordered.
+	// misplacedRV is, for an open PodOnIneligibleNode episode, the lowest
+	// first resourceVersion of its misplaced pods: see withdrawReordered.
 	misplacedRV map[episodeKey]uint64
 	// eventRV is the resourceVersion of the event being applied (0 during
 	// Advance). limitOpen holds, for an open Overunavailable or Oversurge
@@ -348,12 +347,20 @@ func (c *Checker) Finish(t time.Time) []Violation {
 func (c *Checker) Violations() []Violation {
 	out := slices.Clone(c.reported)
 	for k, v := range c.open {
-		if c.lasted(k, v, c.now) {
+		if c.lasted(k, v, c.now) && !c.awaitingReorder(k, v) {
 			out = append(out, *v)
 		}
 	}
 	sortViolations(out)
 	return out
+}
+
+// awaitingReorder says whether open episode v is a misplaced pod that a node
+// update still on its way may withdraw (withdrawReordered): for CacheLag
+// after it began. Finish and closing episodes do not wait.
+func (c *Checker) awaitingReorder(k episodeKey, v *Violation) bool {
+	_, ok := c.misplacedRV[k]
+	return ok && c.now.Sub(v.Start) < c.cfg.CacheLag
 }
 
 // OpenViolations returns the conditions that hold now, whatever their grace,
@@ -690,8 +697,10 @@ func (c *Checker) trackPodGCWait(ds, node string, forGC int, t time.Time) {
 // withdrawReordered drops the open episode k, unreported, when the node
 // update that made the node must-run was written before its misplaced pods
 // (a lower resourceVersion): the pod and node watches are separate streams,
-// so the oracle may see a pod the controller created after lifting the
-// node's taint before it sees the lift.
+// so the oracle may see a pod the controller created after a node's taint
+// was lifted before it sees the lift. Violations holds such an episode back
+// for CacheLag (awaitingReorder), so that a run stopped at its first
+// violation does not stop on it first.
 func (c *Checker) withdrawReordered(k episodeKey, node *corev1.Node) {
 	podRV, ok := c.misplacedRV[k]
 	if !ok {
@@ -725,7 +734,7 @@ func (c *Checker) misplaced(pods map[string]*podEntry, tr *nodeTrack, node *core
 				placed = ct
 			}
 			if placed.After(tr.lostAt.Add(c.cfg.CacheLag)) {
-				return p.key, 0
+				return p.key, p.firstRV
 			}
 			continue
 		}

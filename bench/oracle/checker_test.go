@@ -565,35 +565,73 @@ func TestOversurge(t *testing.T) {
 }
 
 // TestPodSeenBeforeTheNodeUpdateItFollowed: the pod and node watches are
-// separate streams. A pod created after the not-ready taint was lifted may
-// reach the oracle before the lift (seen at 1000 nodes: 7 ms); the
-// resourceVersions, which one etcd orders, tell it apart from a pod created
-// before the lift, which is a violation.
+// separate streams. A pod created after a node's taint was lifted may reach
+// the oracle before the lift (seen at 1000 nodes: 7 ms, for a joining node's
+// not-ready taint; and in make mutants, for a NoExecute taint lifted from a
+// node that had been must-run before it). The resourceVersions, which one
+// etcd orders, tell it apart from a pod created before the lift, which is a
+// violation whichever stream came first.
 func TestPodSeenBeforeTheNodeUpdateItFollowed(t *testing.T) {
 	ds := daemonSet("d")
 	rv := func(o metav1.Object, v string) { o.SetResourceVersion(v) }
-	tainted := node("n1", createdAt(at(0)), withTaint(corev1.TaintNodeNotReady, "", corev1.TaintEffectNoSchedule))
-	rv(tainted, "10")
+	untainted := node("n1", createdAt(at(0)))
+	rv(untainted, "5")
+	notReady := node("n1", createdAt(at(0)), withTaint(corev1.TaintNodeNotReady, "", corev1.TaintEffectNoSchedule))
+	rv(notReady, "10")
+	evicting := node("n1", createdAt(at(0)), withTaint("dsbench.dev/evict", "", corev1.TaintEffectNoExecute))
+	rv(evicting, "10")
 	lifted := node("n1", createdAt(at(0)))
 	rv(lifted, "20")
 	for _, tc := range []struct {
-		name  string
-		podRV string
-		want  int
+		name   string
+		before []*corev1.Node // the node's states from 0 s on, one a second
+		podRV  string
+		want   int
 	}{
-		{"created after the lift, seen before it", "21", 0},
-		{"created before the lift", "15", 1},
+		{"joining node: created after the lift, seen before it", []*corev1.Node{notReady}, "21", 0},
+		{"joining node: created before the lift", []*corev1.Node{notReady}, "15", 1},
+		{"must-run node tainted: created after the lift, seen before it", []*corev1.Node{untainted, evicting}, "21", 0},
+		{"must-run node tainted: created before the lift", []*corev1.Node{untainted, evicting}, "15", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := pod(ds, "a", "n1", podCreated(at(5)))
 			rv(p, tc.podRV)
 			var tl timeline
-			tl.add(0, tainted).add(0, ds).add(5, p).mod(5.007, lifted)
+			tl.add(0, tc.before[0]).add(0, ds)
+			for i, n := range tc.before[1:] {
+				tl.mod(float64(i+1), n)
+			}
+			tl.add(5, p).mod(5.007, lifted)
 			c := feed(t, oracle.Config{CacheLag: 2 * time.Second, Grace: map[oracle.Kind]time.Duration{oracle.MissingPod: 10 * time.Second}}, tl)
 			if got := c.Finish(at(10)); len(got) != tc.want {
 				t.Errorf("violations %+v, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestMisplacedPodAwaitsAReorderedLift: a run that stops at its first
+// violation must not stop on a misplaced pod before the node update that may
+// excuse it had time to arrive on its own stream (make mutants stopped a
+// correct controller's run 70 ms after such a pod). The wait is CacheLag; a
+// pod that no lift follows is a violation after it.
+func TestMisplacedPodAwaitsAReorderedLift(t *testing.T) {
+	ds := daemonSet("d")
+	n := node("n1", createdAt(at(0)), withTaint("dsbench.dev/evict", "", corev1.TaintEffectNoExecute))
+	n.SetResourceVersion("10")
+	p := pod(ds, "a", "n1", podCreated(at(5)))
+	p.SetResourceVersion("21")
+	var tl timeline
+	tl.add(0, n).add(0, ds).add(5, p)
+	c := feed(t, oracle.Config{CacheLag: 2 * time.Second}, tl)
+	c.Advance(at(6.9))
+	if got := c.Violations(); len(got) != 0 {
+		t.Errorf("1.9 s after the pod: violations %+v, want none yet", got)
+	}
+	c.Advance(at(7))
+	got := c.Violations()
+	if len(got) != 1 || got[0].Kind != oracle.PodOnIneligibleNode || !got[0].Start.Equal(at(5)) {
+		t.Errorf("2 s after the pod: violations %+v, want the PodOnIneligibleNode that began at 5 s", got)
 	}
 }
 
