@@ -81,14 +81,9 @@ func TestRestartAPIServerAfterCompaction(t *testing.T) {
 	var pods []string
 	for _, node := range pool.NodeNames() {
 		for i := range 2 {
-			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", node, i), Namespace: "default", Labels: map[string]string{label: "yes"}},
-				Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
-			}
-			if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			pods = append(pods, pod.Name)
+			name := fmt.Sprintf("%s-%d", node, i)
+			createPodOn(t, client, name, node, label)
+			pods = append(pods, name)
 		}
 	}
 	allRunning := func() (bool, error) {

@@ -65,13 +65,7 @@ func TestKwokStallsPodsOfReusedNodeNames(t *testing.T) {
 		createSchedulable(t, client, f)
 		for _, p := range []kwok.NodePool{f, reused} {
 			for _, node := range p.NodeNames() {
-				pod := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: podName(round, node), Namespace: "default", Labels: map[string]string{"stall-test": "true"}},
-					Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox:1"}}},
-				}
-				if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
+				createPodOn(t, client, podName(round, node), node, "stall-test")
 			}
 		}
 		// The fix: every pod on a node of a fresh name starts.
@@ -112,6 +106,19 @@ func removeAtEnd(t *testing.T, client kubernetes.Interface, p kwok.NodePool, lab
 		_ = client.CoreV1().Pods("default").DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: label})
 		_ = kwok.DeleteNodes(context.Background(), client, p.NodeNames(), 0)
 	})
+}
+
+// createPodOn creates pod default/name bound to node, labelled with label
+// (removeAtEnd's selector), as a controller that binds its own pods would.
+func createPodOn(t *testing.T, client kubernetes.Interface, name, node, label string) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{label: "true"}},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox:1"}}},
+	}
+	if _, err := client.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func createSchedulable(t *testing.T, client kubernetes.Interface, p kwok.NodePool) {
@@ -156,13 +163,7 @@ func TestKwokNeverStartsPodsBoundBeforeItsNode(t *testing.T) {
 	removeAtEnd(t, client, early, "early-test")
 	podName := func(node string) string { return "early-" + node }
 	for _, node := range early.NodeNames() {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: podName(node), Namespace: "default", Labels: map[string]string{"early-test": "true"}},
-			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox:1"}}},
-		}
-		if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		createPodOn(t, client, podName(node), node, "early-test")
 	}
 	pendingOf := func(nodes []string) (pending []string) {
 		for _, node := range nodes {
@@ -207,13 +208,7 @@ func TestKwokDeletesEachPodOnce(t *testing.T) {
 	createSchedulable(t, client, pool)
 	name := func(node string) string { return "deleteonce-" + node }
 	for _, node := range pool.NodeNames() {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name(node), Namespace: "default", Labels: map[string]string{"deleteonce-test": "true"}},
-			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox:1"}}},
-		}
-		if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		createPodOn(t, client, name(node), node, "deleteonce-test")
 	}
 	waitFor(t, 30*time.Second, "every pod running", func() (bool, error) {
 		for _, node := range pool.NodeNames() {
