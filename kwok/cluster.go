@@ -47,6 +47,11 @@ type ClusterConfig struct {
 	// Parallelism of the kwok controller's node and pod stage workers and of
 	// its lease renewals. 0 means DefaultKwokParallelism.
 	KwokParallelism int
+	// KwokLogLevel is the kwok controller's --v: DEBUG, INFO, WARN or
+	// ERROR. "" keeps kwok's default (INFO). DEBUG logs why kwok skips each
+	// pod event (not managed, read only, no stage matched), which INFO
+	// does not: what a stalled pod needs.
+	KwokLogLevel string
 	// DisableScheduler leaves kube-scheduler out, for controllers that bind
 	// pods themselves (--bind-mode=direct).
 	DisableScheduler bool
@@ -95,6 +100,11 @@ func (c ClusterConfig) withDefaults() (ClusterConfig, error) {
 	}
 	if c.KwokParallelism == 0 {
 		c.KwokParallelism = DefaultKwokParallelism
+	}
+	switch c.KwokLogLevel {
+	case "", "DEBUG", "INFO", "WARN", "ERROR":
+	default:
+		return c, fmt.Errorf("kwok log level %q: must be DEBUG, INFO, WARN or ERROR", c.KwokLogLevel)
 	}
 	if c.Audit != nil {
 		if err := c.Audit.validate(); err != nil {
@@ -424,6 +434,11 @@ func (c *Cluster) kwokctlConfig() ([]byte, error) {
 			// at a time: resetting 2000 pods between runs took 12 s.
 			{Name: "kube-apiserver", ExtraArgs: apiserverArgs},
 		},
+	}
+	if c.conf.KwokLogLevel != "" {
+		ctl.ComponentsPatches = append(ctl.ComponentsPatches, configv1alpha1.ComponentPatches{
+			Name: "kwok-controller", ExtraArgs: []configv1alpha1.ExtraArgs{{Key: "v", Value: c.conf.KwokLogLevel}},
+		})
 	}
 	if c.conf.DisableScheduler {
 		ctl.Options.Disable = []string{"kube-scheduler"}

@@ -30,6 +30,7 @@ func TestClusterConfigDefaultsAndErrors(t *testing.T) {
 		{ClusterConfig{APIServerPort: 70000}, "apiserver port 70000"},
 		{ClusterConfig{APIServerPort: -1}, "apiserver port -1"},
 		{ClusterConfig{KwokParallelism: -3}, "kwok parallelism -3"},
+		{ClusterConfig{KwokLogLevel: "debug"}, `kwok log level "debug"`},
 	}
 	for _, b := range bad {
 		if _, err := b.conf.withDefaults(); err == nil || !strings.Contains(err.Error(), b.want) {
@@ -69,6 +70,37 @@ func TestKwokctlConfigTurnsBuiltinDaemonSetControllerOff(t *testing.T) {
 			if i < 0 || !slices.Contains(ctl.ComponentsPatches[i].ExtraArgs, configv1alpha1.ExtraArgs{Key: "leader-elect", Value: "false"}) {
 				t.Errorf("upstream=%v: %s runs with leader election:\n%s", upstream, comp, first)
 			}
+		}
+	}
+}
+
+func TestKwokctlConfigSetsKwokLogLevelOnlyWhenAsked(t *testing.T) {
+	for _, level := range []string{"", "DEBUG"} {
+		c, err := Open(ClusterConfig{Name: "x", KwokLogLevel: level, Binaries: Binaries{Dir: "/bin-dir"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := c.kwokctlConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := strings.Cut(string(data), "\n---\n")
+		var ctl configv1alpha1.KwokctlConfiguration
+		if err := yaml.UnmarshalStrict([]byte(first), &ctl); err != nil {
+			t.Fatalf("decoding the kwokctl configuration: %v\n%s", err, first)
+		}
+		var got []configv1alpha1.ExtraArgs
+		for _, p := range ctl.ComponentsPatches {
+			if p.Name == "kwok-controller" {
+				got = append(got, p.ExtraArgs...)
+			}
+		}
+		var want []configv1alpha1.ExtraArgs
+		if level != "" {
+			want = []configv1alpha1.ExtraArgs{{Key: "v", Value: level}}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("level %q: kwok-controller's extra args (-want +got):\n%s", level, diff)
 		}
 	}
 }

@@ -122,6 +122,9 @@ type PodStages struct {
 type KwokParams struct {
 	Cluster     string `json:"cluster"`
 	Parallelism int    `json:"parallelism"` // kwok controller workers per stage kind
+	// LogLevel is kwok's --v when it was set ("" for kwok's INFO); DEBUG
+	// costs kwok CPU, so times from such a run are not comparable.
+	LogLevel string `json:"logLevel,omitempty"`
 }
 
 // ControllerParams are the settings one controller under test ran with.

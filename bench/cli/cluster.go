@@ -22,6 +22,7 @@ type clusterFlags struct {
 	port        int
 	upstreamDS  bool
 	parallelism int
+	kwokLog     string
 	timeout     time.Duration
 	verbose     bool
 }
@@ -37,6 +38,7 @@ func (f *clusterFlags) register(fs *pflag.FlagSet, env Env) {
 	fs.IntVar(&f.port, "apiserver-port", 0, "kube-apiserver port (0: a free one)")
 	fs.BoolVar(&f.upstreamDS, "upstream-daemonset-controller", false, "keep kube-controller-manager's own DaemonSet controller on, as a baseline")
 	fs.IntVar(&f.parallelism, "kwok-parallelism", kwok.DefaultKwokParallelism, "kwok controller workers per stage kind")
+	fs.StringVar(&f.kwokLog, "kwok-log-level", "", "kwok controller's log level: DEBUG, INFO, WARN or ERROR (\"\": kwok's INFO; DEBUG says why kwok skips a pod event)")
 	fs.DurationVar(&f.timeout, "timeout", 3*time.Minute, "how long bringing the cluster up may take")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print kwokctl's output")
 }
@@ -49,6 +51,7 @@ func (f *clusterFlags) config(env Env) kwok.ClusterConfig {
 		UpstreamDaemonSetController: f.upstreamDS,
 		APIServerPort:               f.port,
 		KwokParallelism:             f.parallelism,
+		KwokLogLevel:                f.kwokLog,
 		Timeout:                     f.timeout,
 	}
 	if f.verbose {

@@ -121,6 +121,11 @@ func (f *clusterFlags) validate(e *flagErrors) {
 		e.add("apiserver-port", f.port, "want 0 (a free one) to 65535")
 	}
 	e.positive("kwok-parallelism", f.parallelism)
+	switch f.kwokLog {
+	case "", "DEBUG", "INFO", "WARN", "ERROR":
+	default:
+		e.add("kwok-log-level", f.kwokLog, "want DEBUG, INFO, WARN or ERROR")
+	}
 	if f.timeout <= 0 {
 		e.add("timeout", f.timeout, "must be positive")
 	}
@@ -135,7 +140,7 @@ func withKubeconfig(fs *pflag.FlagSet, e *flagErrors) {
 	if !fs.Changed("kubeconfig") || fs.Lookup("kubeconfig").Value.String() == "" {
 		return
 	}
-	for _, flag := range []string{"keep-cluster", "apiserver-port", "kwok-parallelism", "upstream-daemonset-controller"} {
+	for _, flag := range []string{"keep-cluster", "apiserver-port", "kwok-parallelism", "kwok-log-level", "upstream-daemonset-controller"} {
 		if fs.Lookup(flag) != nil && fs.Changed(flag) {
 			e.conflict(flag, "kubeconfig", "it shapes a local KWOK cluster, and --kubeconfig names another one")
 		}

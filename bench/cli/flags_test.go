@@ -120,6 +120,7 @@ func TestRunFlags(t *testing.T) {
 		{"negative timeout", run("--timeout", "-1m"), []string{"--timeout -1m0s"}},
 		{"port out of range", run("--apiserver-port", "70000"), []string{"--apiserver-port 70000"}},
 		{"no kwok parallelism", run("--kwok-parallelism", "0"), []string{"--kwok-parallelism 0"}},
+		{"kwok log level in lower case", run("--kwok-log-level", "debug"), []string{`--kwok-log-level "debug"`, "DEBUG, INFO, WARN or ERROR"}},
 		{"missing baseline", run("--baseline", fx.missing), []string{"--baseline", "missing.json", "no such file"}},
 		{"baseline not JSON", run("--baseline", fx.garbage), []string{"--baseline", "garbage.json", "JSON"}},
 		{"baseline a folder", run("--baseline", fx.dir), []string{"--baseline", fx.dir}},
