@@ -292,6 +292,10 @@ type runState struct {
 	nodeReset *nodeReset
 	// cpuAtStart is the harness's CPU when the run began.
 	cpuAtStart time.Duration
+	// closedWatchesAtStart is kube-apiserver's count of watches it closed
+	// as unresponsive when the run began; nil if it could not be read
+	// (a cluster that does not let the harness read /metrics).
+	closedWatchesAtStart map[string]float64
 	// clusterRestarts are the cluster's components the supervisor started
 	// again during the run.
 	clusterRestarts []reports.ClusterRestart
@@ -302,6 +306,9 @@ func (s *runState) play(ctx context.Context) (err error) {
 	defer cancel()
 	s.stopPlay = cancel
 	s.cpuAtStart = selfCPU()
+	mctx, mcancel := context.WithTimeout(ctx, 10*time.Second)
+	s.closedWatchesAtStart, _ = closedWatches(mctx, s.r.client)
+	mcancel()
 	grace := s.r.conf.Grace
 	if grace == nil {
 		grace = DefaultGrace(s.sc.DefaultNodes(), len(s.sc.DaemonSets()))

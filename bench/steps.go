@@ -757,5 +757,16 @@ func (s *runState) collect(ctx context.Context) {
 	}
 	in.HarnessCPU = selfCPU() - s.cpuAtStart
 	in.Gaps = s.watcher.Gaps()
-	s.do(func() { *s.run = s.core.Finish(*s.run, in) })
+	var closed []reports.ExtraMetric
+	if s.closedWatchesAtStart != nil {
+		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if end, err := closedWatches(mctx, s.r.client); err == nil {
+			closed = closedWatchesMetrics(s.closedWatchesAtStart, end)
+		}
+		cancel()
+	}
+	s.do(func() {
+		s.run.Extra = append(s.run.Extra, closed...)
+		*s.run = s.core.Finish(*s.run, in)
+	})
 }

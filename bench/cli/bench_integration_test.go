@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/dsbench/dsbench/bench"
 	"github.com/dsbench/dsbench/kwok"
 	"github.com/dsbench/dsbench/kwok/kwoktest"
 	"github.com/dsbench/dsbench/reports"
@@ -114,6 +115,17 @@ func TestSmokeBench(t *testing.T) {
 	for _, run := range r.Runs {
 		if h := run.Harness; h == nil || h.Events == 0 || h.CPUSeconds <= 0 {
 			t.Errorf("%s: harness figures %+v, want events and CPU", run.ID(), h)
+		}
+		// kube-apiserver's closed watches, read from its /metrics at the run's
+		// start and end (a count, 0 or more).
+		var closed []string
+		for _, e := range run.Extra {
+			if (e.Name == bench.MetricPodWatchesClosed || e.Name == bench.MetricNodeWatchesClosed) && e.Value >= 0 {
+				closed = append(closed, e.Name)
+			}
+		}
+		if len(closed) != 2 {
+			t.Errorf("%s: closed-watch metrics %v, want %s and %s", run.ID(), closed, bench.MetricPodWatchesClosed, bench.MetricNodeWatchesClosed)
 		}
 	}
 	bench, err := os.ReadFile(filepath.Join(dir, reports.BenchFile))

@@ -1,0 +1,42 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/dsbench/dsbench/reports"
+)
+
+func TestParseClosedWatches(t *testing.T) {
+	text := `# HELP apiserver_terminated_watchers_total [STABLE] Counter of watchers closed due to unresponsiveness broken down by resource.
+# TYPE apiserver_terminated_watchers_total counter
+apiserver_terminated_watchers_total{group="",resource="nodes"} 95
+apiserver_terminated_watchers_total{group="",resource="pods"} 188
+apiserver_terminated_watchers_total{group="coordination.k8s.io",resource="leases"} 21
+apiserver_request_total{code="200",resource="pods",verb="WATCH"} 163
+`
+	got, err := parseClosedWatches([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"nodes": 95, "pods": 188, "leases.coordination.k8s.io": 21}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for in, msg := range map[string]string{
+		"apiserver_terminated_watchers_total{resource=\"pods\"}\n":           "line 1",
+		"x 1\napiserver_terminated_watchers_total{resource=\"pods\"} many\n": "line 2",
+	} {
+		if _, err := parseClosedWatches([]byte(in)); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: got %v, want an error naming %s", in, err, msg)
+		}
+	}
+	// A counter that went back (kube-apiserver restarted) gives 0, not a negative count.
+	m := closedWatchesMetrics(map[string]float64{"pods": 188, "nodes": 95}, map[string]float64{"pods": 200, "nodes": 3})
+	wantM := []reports.ExtraMetric{{Name: MetricPodWatchesClosed, Value: 12}, {Name: MetricNodeWatchesClosed, Value: 0}}
+	if diff := cmp.Diff(wantM, m); diff != "" {
+		t.Errorf("metrics (-want +got):\n%s", diff)
+	}
+}
