@@ -39,17 +39,30 @@ func TestClusterConfigDefaultsAndErrors(t *testing.T) {
 	}
 }
 
+// renderKwokctlConfig renders conf's kwokctl configuration file, whole
+// and its first document (the KwokctlConfiguration) decoded.
+func renderKwokctlConfig(t *testing.T, conf ClusterConfig) (string, configv1alpha1.KwokctlConfiguration) {
+	t.Helper()
+	conf.Name, conf.Binaries = "x", Binaries{Dir: "/bin-dir"}
+	c, err := Open(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := c.kwokctlConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(data), "\n---\n")
+	var ctl configv1alpha1.KwokctlConfiguration
+	if err := yaml.UnmarshalStrict([]byte(first), &ctl); err != nil {
+		t.Fatalf("decoding the kwokctl configuration: %v\n%s", err, first)
+	}
+	return string(data), ctl
+}
+
 func TestKwokctlConfigTurnsBuiltinDaemonSetControllerOff(t *testing.T) {
 	for _, upstream := range []bool{false, true} {
-		c, err := Open(ClusterConfig{Name: "x", UpstreamDaemonSetController: upstream, Binaries: Binaries{Dir: "/bin-dir"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := c.kwokctlConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := string(data)
+		s, ctl := renderKwokctlConfig(t, ClusterConfig{UpstreamDaemonSetController: upstream})
 		off := strings.Contains(s, "-daemonset-controller")
 		if off == upstream {
 			t.Errorf("upstream=%v: daemonset controller disabled=%v in\n%s", upstream, off, s)
@@ -60,15 +73,10 @@ func TestKwokctlConfigTurnsBuiltinDaemonSetControllerOff(t *testing.T) {
 			}
 		}
 		// Neither replica elects a leader: a lost Lease would make it exit.
-		first, _, _ := strings.Cut(s, "\n---\n")
-		var ctl configv1alpha1.KwokctlConfiguration
-		if err := yaml.UnmarshalStrict([]byte(first), &ctl); err != nil {
-			t.Fatalf("decoding the kwokctl configuration: %v\n%s", err, first)
-		}
 		for _, comp := range []string{"kube-scheduler", "kube-controller-manager"} {
 			i := slices.IndexFunc(ctl.ComponentsPatches, func(p configv1alpha1.ComponentPatches) bool { return p.Name == comp })
 			if i < 0 || !slices.Contains(ctl.ComponentsPatches[i].ExtraArgs, configv1alpha1.ExtraArgs{Key: "leader-elect", Value: "false"}) {
-				t.Errorf("upstream=%v: %s runs with leader election:\n%s", upstream, comp, first)
+				t.Errorf("upstream=%v: %s runs with leader election:\n%s", upstream, comp, s)
 			}
 		}
 	}
@@ -76,19 +84,7 @@ func TestKwokctlConfigTurnsBuiltinDaemonSetControllerOff(t *testing.T) {
 
 func TestKwokctlConfigSetsKwokLogLevelOnlyWhenAsked(t *testing.T) {
 	for _, level := range []string{"", "DEBUG"} {
-		c, err := Open(ClusterConfig{Name: "x", KwokLogLevel: level, Binaries: Binaries{Dir: "/bin-dir"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := c.kwokctlConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		first, _, _ := strings.Cut(string(data), "\n---\n")
-		var ctl configv1alpha1.KwokctlConfiguration
-		if err := yaml.UnmarshalStrict([]byte(first), &ctl); err != nil {
-			t.Fatalf("decoding the kwokctl configuration: %v\n%s", err, first)
-		}
+		_, ctl := renderKwokctlConfig(t, ClusterConfig{KwokLogLevel: level})
 		var got []configv1alpha1.ExtraArgs
 		for _, p := range ctl.ComponentsPatches {
 			if p.Name == "kwok-controller" {
