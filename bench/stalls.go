@@ -15,15 +15,15 @@ const MinStallAfter = 20 * time.Second
 
 // A pod that waits is only stalled if kwok has nothing else to do: it has
 // neither started a pod nor finalized a terminating one for stallIdleAfter
-// (one queue holds both; during a rollout kwok spent 24 s only deleting). kwok v0.8.0 works through its pods in
-// the order it receives them, and that is not the order they were bound:
-// every time its pod watch is re-established (kube-apiserver closes it as
-// unresponsive when kwok falls behind, twice a second during a 5000-pod
-// create here), kwok watches again from resourceVersion 0 and
-// receives every pod again, in name order. Pods bound meanwhile reach its
-// queue late and out of order; "kwok started a pod bound after this one"
-// is therefore no evidence that it lost this one (bench/SCALE.md, "What
-// the 5000-node stalls were").
+// (one queue holds both; in one 5000-node rollout kwok only deleted for
+// 24 s). kwok v0.8.0 works through its pods in the order it receives them,
+// which is not the order they were bound: each time its pod watch is
+// re-established (kube-apiserver closes it as unresponsive when kwok falls
+// behind, twice a second during a 5000-pod create here), kwok watches again
+// from resourceVersion 0 and receives every pod again, in name order. Pods
+// bound meanwhile reach its queue late and out of order, so "kwok started a
+// pod bound after this one" is no evidence that it lost this one
+// (reports/README.md, "What the 5000-node stalls were").
 const stallIdleAfter = 5 * time.Second
 
 // stallTracker finds pods that kwok never starts. kwok v0.8.0's pod
