@@ -1,13 +1,12 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -46,45 +45,20 @@ func closedWatches(ctx context.Context, client kubernetes.Interface) (map[string
 // parseClosedWatches picks apiserver_terminated_watchers_total out of
 // Prometheus' text format, summed by resource.
 func parseClosedWatches(text []byte) (map[string]float64, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		return nil, fmt.Errorf("parsing kube-apiserver's /metrics: %w", err)
+	}
 	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(text))
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		l := sc.Text()
-		rest, ok := strings.CutPrefix(l, terminatedWatchersMetric+"{")
-		if !ok {
-			continue
-		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			return nil, fmt.Errorf("/metrics line %d: %q: want name{labels} value", line, l)
-		}
-		v, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("/metrics line %d: %q: value: %w", line, l, err)
-		}
-		resource, group := labelValue(labels, "resource"), labelValue(labels, "group")
-		if group != "" {
+	for _, m := range families[terminatedWatchersMetric].GetMetric() {
+		resource := label(m, "resource")
+		if group := label(m, "group"); group != "" {
 			resource += "." + group
 		}
-		out[resource] += v
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading /metrics: %w", err)
+		out[resource] += m.GetCounter().GetValue()
 	}
 	return out, nil
-}
-
-// labelValue returns the value of name in a Prometheus label list
-// (a="x",b="y"); label values here hold no quotes or commas.
-func labelValue(labels, name string) string {
-	for _, kv := range strings.Split(labels, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok && k == name {
-			return strings.Trim(v, `"`)
-		}
-	}
-	return ""
 }
 
 // closedWatchesMetrics turns two readings into the run's extra metrics.
