@@ -35,6 +35,9 @@ type claimer struct {
 
 	once     sync.Once
 	adoptErr error
+	// adopted holds the pods this sync adopted: the cache still files them
+	// as orphans until our patch comes back.
+	adopted map[types.UID]bool
 }
 
 type labelPair struct{ key, value string }
@@ -142,15 +145,17 @@ func releasePatch(ds *appsv1.DaemonSet, uid types.UID) ([]byte, error) {
 // claimPods appends to pods the pods the DaemonSet controls after adopting
 // and releasing; it reads only the DaemonSet's own pods and the orphans of
 // its namespace from the index. On error the caller must not act on the
-// result: a pod it failed to adopt would look like a missing pod.
-func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+// result: a pod it failed to adopt would look like a missing pod. The
+// claimer it returns says which orphans arrived after the claim
+// (orphansArrivedOn).
+func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, *claimer, error) {
 	owned, err := c.podIndexer.ByIndex(podByOwnerIndex, ownerIndexKey(ds.Namespace, ds.UID))
 	if err != nil {
-		return nil, fmt.Errorf("listing pods of DaemonSet from cache: %w", err)
+		return nil, nil, fmt.Errorf("listing pods of DaemonSet from cache: %w", err)
 	}
 	orphans, err := c.podIndexer.ByIndex(podByOwnerIndex, orphanIndexKey(ds.Namespace))
 	if err != nil {
-		return nil, fmt.Errorf("listing orphan pods from cache: %w", err)
+		return nil, nil, fmt.Errorf("listing orphan pods from cache: %w", err)
 	}
 	m := newClaimer(c, ds, selector)
 	pods = slices.Grow(pods, len(owned))
@@ -174,7 +179,28 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, select
 		pod := obj.(*corev1.Pod)
 		claim(pod, m.classify(pod))
 	}
-	return pods, errors.Join(errs...)
+	return pods, m, errors.Join(errs...)
+}
+
+// orphanArrivedOn says whether the cache now holds, on or pinned to node, an
+// orphan the DaemonSet would adopt that it did not adopt in this sync. Its
+// pods were read before the adoptions, which take a request each (16 s for
+// 1000 orphans under load); the orphans the garbage collector released
+// meanwhile (a DaemonSet deleted with cascade orphan and created again)
+// arrive in the cache during them. A pod created beside one is a second
+// daemon on that node until the next sync deletes one of the two.
+func (m *claimer) orphanArrivedOn(node string) bool {
+	objs, err := m.c.podIndexer.ByIndex(podByNodeIndex, node)
+	if err != nil {
+		return false
+	}
+	for _, obj := range objs {
+		pod := obj.(*corev1.Pod)
+		if !m.adopted[pod.UID] && !skipAdoption(pod) && metav1.GetControllerOfNoCopy(pod) == nil && m.classify(pod) == claimAdopt {
+			return true
+		}
+	}
+	return false
 }
 
 // claimPod carries out action on pod; keep says whether the DaemonSet
@@ -203,6 +229,10 @@ func (m *claimer) claimPod(ctx context.Context, pod *corev1.Pod, action claimAct
 			return false, fmt.Errorf("adopting pod %s: %w", podKey(pod), err)
 		}
 		c.logger.V(2).Info("Adopted orphan pod", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
+		if m.adopted == nil {
+			m.adopted = map[types.UID]bool{}
+		}
+		m.adopted[pod.UID] = true
 		return true, nil
 	case claimRelease:
 		patch, err := releasePatch(ds, pod.UID)

@@ -89,7 +89,7 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 	nodes := c.listNodes()
 	lists := listsPool.Get().(*syncLists)
 	defer lists.put()
-	pods, err := c.claimPods(ctx, ds, selector, lists.pods[:0])
+	pods, claims, err := c.claimPods(ctx, ds, selector, lists.pods[:0])
 	lists.pods = pods
 	if err != nil {
 		return fmt.Errorf("claiming pods: %w", err)
@@ -117,6 +117,13 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 	c.setBackoff(key, p.Backoff)
 	for _, e := range p.Events {
 		c.recorder.Event(ds, e.Type, e.Reason, e.Message)
+	}
+
+	if held := holdCreatesBesideOrphans(claims, &p); held > 0 {
+		// The next sync adopts them; the pod events that made them
+		// orphans enqueue it too, unless they came before the DaemonSet.
+		logger.V(2).Info("Orphans arrived while claiming; their nodes wait for the next sync", "nodes", held)
+		c.queue.Add(key)
 	}
 
 	var errs []error
@@ -148,6 +155,28 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		c.queue.AddAfter(key, p.RequeueAfter)
 	}
 	return errors.Join(errs...)
+}
+
+// holdCreatesBesideOrphans drops from p's creates the nodes where an orphan
+// arrived after the claim, and returns how many it dropped.
+func holdCreatesBesideOrphans(claims *claimer, p *plan.Plan) int {
+	var kept []string // nil until a node is held: the plan's own slice is not ours to change
+	held := 0
+	for i, node := range p.Creates {
+		switch {
+		case claims.orphanArrivedOn(node):
+			if kept == nil {
+				kept = append(make([]string, 0, len(p.Creates)), p.Creates[:i]...)
+			}
+			held++
+		case kept != nil:
+			kept = append(kept, node)
+		}
+	}
+	if held > 0 {
+		p.Creates = kept
+	}
+	return held
 }
 
 // listNodes returns every node in the cache; callers must not modify the

@@ -126,6 +126,55 @@ func TestSyncAdoptsOrphan(t *testing.T) {
 	}
 }
 
+// A DaemonSet deleted with cascade orphan and created again: the garbage
+// collector's release of a pod can reach the cache while the sync adopts
+// the others, one request each. Created beside it, a second pod would
+// run on that node until a later sync deleted one (many-daemonsets at 1000
+// nodes: 203 to 691 nodes per run). The node waits for the next sync, which
+// adopts the late orphan.
+func TestSyncDoesNotCreateBesideAnOrphanThatArrivedDuringAdoption(t *testing.T) {
+	ds := newDaemonSet("agent")
+	rev := currentRevision(t, ds)
+	early := orphan(newPodFor(ds, "agent-early", "n1"))
+	// Still controlled by the deleted DaemonSet when the sync reads the cache.
+	late := newPodFor(ds, "agent-late", "n2")
+	late.OwnerReferences[0].UID = "uid-deleted-agent"
+	f := newFixture(t, []runtime.Object{ds, rev, newNode("n1", nil), newNode("n2", nil), newNode("n3", nil), early, late})
+	released := false
+	f.client.PrependReactor("patch", "pods", func(core.Action) (bool, runtime.Object, error) {
+		if !released {
+			released = true
+			f.addToCache(orphan(late.DeepCopy()))
+		}
+		return false, nil, nil
+	})
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	want := []string{
+		"get daemonsets agent",
+		"patch pods agent-early",
+		"create pods on n3", // no pod at all there
+		"update daemonsets/status agent",
+	}
+	if diff := cmp.Diff(want, summarize(f.actions())); diff != "" {
+		t.Fatalf("actions (-want +got):\n%s", diff)
+	}
+	if got := f.queued(); !slices.Contains(got, dsKey(ds)) {
+		t.Errorf("queued = %q, want %s again for the late orphan", got, dsKey(ds))
+	}
+
+	// The next sync adopts it, with the first adoption back in the cache.
+	f.addToCache(newPodFor(ds, "agent-early", "n1"))
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("second sync: %v", err)
+	}
+	got := summarize(f.actions())
+	if !slices.Contains(got, "patch pods agent-late") || slices.Contains(got, "create pods on n2") {
+		t.Errorf("second sync: actions %q, want agent-late adopted and nothing created on n2", got)
+	}
+}
+
 // A pod of another namespace is never ours, however it names us. Counted as
 // ours, it would leave its node without our pod.
 func TestSyncIgnoresPodsOfOtherNamespaces(t *testing.T) {
