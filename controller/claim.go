@@ -196,7 +196,9 @@ func (m *claimer) orphanArrivedOn(node string) bool {
 	}
 	for _, obj := range objs {
 		pod := obj.(*corev1.Pod)
-		if !m.adopted[pod.UID] && !skipAdoption(pod) && metav1.GetControllerOfNoCopy(pod) == nil && m.classify(pod) == claimAdopt {
+		// skipAdoption last: the no-adoption mutant records it as its first
+		// wrong action, which only an adoptable orphan is.
+		if !m.adopted[pod.UID] && metav1.GetControllerOfNoCopy(pod) == nil && m.classify(pod) == claimAdopt && !skipAdoption(pod) {
 			return true
 		}
 	}

@@ -130,7 +130,7 @@ func TestSyncAdoptsOrphan(t *testing.T) {
 // collector's release of a pod can reach the cache while the sync adopts
 // the others, one request each. Created beside it, a second pod would
 // run on that node until a later sync deleted one (many-daemonsets at 1000
-// nodes: 203 to 691 nodes per run). The node waits for the next sync, which
+// nodes: 65 to 691 nodes per run). The node waits for the next sync, which
 // adopts the late orphan.
 func TestSyncDoesNotCreateBesideAnOrphanThatArrivedDuringAdoption(t *testing.T) {
 	ds := newDaemonSet("agent")
