@@ -147,7 +147,7 @@ func releasePatch(ds *appsv1.DaemonSet, uid types.UID) ([]byte, error) {
 // its namespace from the index. On error the caller must not act on the
 // result: a pod it failed to adopt would look like a missing pod. The
 // claimer it returns says which orphans arrived after the claim
-// (orphansArrivedOn).
+// (orphanArrivedOn).
 func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, *claimer, error) {
 	owned, err := c.podIndexer.ByIndex(podByOwnerIndex, ownerIndexKey(ds.Namespace, ds.UID))
 	if err != nil {
