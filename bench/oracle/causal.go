@@ -355,9 +355,14 @@ func (c *Checker) armStatus(s *dsState) {
 }
 
 // checkBesideOrphan judges a pod first seen at t: created on a node where
-// an orphan the DaemonSet selects had been waiting for adoption longer than
-// CacheLag, it is a second daemon on that node, which adopting would have
-// avoided.
+// an orphan the DaemonSet selects had been an orphan (with those labels)
+// for longer than CacheLag, it is a second daemon on that node, which
+// adopting would have avoided. The wait counts from when the pod became an
+// orphan on that node (the later of its release and its placement): a pod
+// its old owner released a moment before the create may not have reached
+// the controller's cache.
+// The DaemonSet's own age does not count: creating for it shows the
+// controller knew it.
 func (c *Checker) checkBesideOrphan(s *dsState, pe *podEntry, t time.Time) {
 	if pe.node == "" || pe.pod.DeletionTimestamp != nil {
 		return
@@ -371,7 +376,11 @@ func (c *Checker) checkBesideOrphan(s *dsState, pe *podEntry, t time.Time) {
 		if o.node != pe.node || o.pod.Namespace != pe.pod.Namespace || o.pod.DeletionTimestamp != nil || isTerminalPod(o.pod) {
 			continue
 		}
-		if !sel.Matches(labels.Set(o.pod.Labels)) || !o.placedAt.Add(c.cfg.CacheLag).Before(created) {
+		since := o.orphanedAt
+		if o.placedAt.After(since) {
+			since = o.placedAt
+		}
+		if !sel.Matches(labels.Set(o.pod.Labels)) || !since.Add(c.cfg.CacheLag).Before(created) {
 			continue
 		}
 		c.reported = append(c.reported, Violation{DaemonSet: s.key, Kind: OrphanPod, Node: pe.node, Pod: pe.key, Start: t, End: t,

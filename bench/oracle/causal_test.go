@@ -39,6 +39,16 @@ func mustRunAgain(tl *timeline) {
 	tl.mod(20, node("n2"))
 }
 
+// oldOwnerReleases: DaemonSet d of an earlier incarnation runs a pod on n1
+// from 0 s, is deleted at 2 s leaving its pod behind, d is created again at
+// 3 s, and the garbage collector releases the pod at release s (after 3).
+func oldOwnerReleases(tl *timeline, release float64) {
+	old := daemonSet("d", func(d *appsv1.DaemonSet) { d.UID = "ds-d-before" })
+	tl.add(0, node("n1")).add(0, old).add(0, pod(old, "orphan", "n1", ready(at(0))))
+	tl.del(2, old).add(3, daemonSet("d"))
+	tl.mod(release, pod(old, "orphan", "n1", ready(at(0)), orphaned))
+}
+
 // The causal rules: each wrong action is caught at once, and each thing a
 // correct controller may do near it is not.
 func TestCausalRules(t *testing.T) {
@@ -189,6 +199,41 @@ func TestCausalRules(t *testing.T) {
 			},
 			finish: 9,
 			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.OrphanPod, Node: "n1", Pod: "default/a", Start: at(6), End: at(6)}},
+		},
+		{
+			name: "a new pod beside a pod its old owner released more than CacheLag before",
+			cfg:  cfg,
+			events: func(tl *timeline) {
+				oldOwnerReleases(tl, 3.5)
+				tl.add(6, pod(ds, "a", "n1")).mod(7, pod(ds, "a", "n1", ready(at(7))))
+			},
+			finish: 9,
+			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.OrphanPod, Node: "n1", Pod: "default/a", Start: at(6), End: at(6)}},
+		},
+		{
+			// Placed long before, but an orphan only 0.5 s before the
+			// create: the release may not have reached the controller.
+			name: "correct: a new pod beside a pod its old owner released within CacheLag",
+			cfg:  cfg,
+			events: func(tl *timeline) {
+				oldOwnerReleases(tl, 5.5)
+				tl.add(6, pod(ds, "a", "n1")).mod(7, pod(ds, "a", "n1", ready(at(7))))
+			},
+			finish: 9,
+		},
+		{
+			// An orphan for long, but selected only since a relabel 0.5 s
+			// before the create.
+			name: "correct: a new pod beside an orphan relabelled within CacheLag",
+			cfg:  cfg,
+			events: func(tl *timeline) {
+				other := pod(ds, "orphan", "n1", ready(at(0)), orphaned)
+				other.Labels = map[string]string{"app": "other"}
+				tl.add(0, node("n1")).add(0, other).add(3, ds)
+				tl.mod(5.5, pod(ds, "orphan", "n1", ready(at(0)), orphaned))
+				tl.add(6, pod(ds, "a", "n1")).mod(7, pod(ds, "a", "n1", ready(at(7))))
+			},
+			finish: 9,
 		},
 		{
 			name: "correct: the orphan is adopted",

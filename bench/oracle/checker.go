@@ -61,7 +61,8 @@ const (
 	// live DaemonSet's selector matches (in its namespace) and that nobody
 	// adopted. Reported against the first such DaemonSet by key. Also, at
 	// once, a pod the DaemonSet created on a node beside such an orphan that
-	// had waited longer than CacheLag: adopting it was the controller's job.
+	// had been one there (released, placed, relabelled) for longer than
+	// CacheLag: adopting it was the controller's job.
 	OrphanPod Kind = "OrphanPod"
 	// Oversurge: during a rolling update with maxSurge, more must-run nodes
 	// run a new pod that is not yet available beside an available old pod

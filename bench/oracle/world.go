@@ -3,6 +3,7 @@ package oracle
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -77,6 +78,10 @@ type podEntry struct {
 	node  string    // target node, "" when it has none
 	// placedAt is when the pod was first seen targeting node.
 	placedAt time.Time
+	// orphanedAt is when the pod was last seen becoming an orphan (first
+	// seen without a controller, or losing it) or, as one, changing its
+	// labels: from then on a DaemonSet can know it may adopt it.
+	orphanedAt time.Time
 	// readySince is when the pod became Ready as far as the oracle can tell,
 	// zero while it is not Ready.
 	readySince time.Time
@@ -259,6 +264,12 @@ func (w *World) applyPod(p *corev1.Pod, deleted bool, t time.Time) change {
 	}
 	firstSeen := old == nil || old.pod.UID != p.UID
 	c.podNew = firstSeen
+	if e.owner == "" {
+		e.orphanedAt = t
+		if !firstSeen && old.owner == "" && maps.Equal(old.pod.Labels, p.Labels) {
+			e.orphanedAt = old.orphanedAt
+		}
+	}
 	if firstSeen {
 		e.firstRV = resourceVersion(p)
 	} else {
