@@ -653,6 +653,9 @@ func (c *Core) Finish(run reports.Run, in FinishInput) reports.Run {
 				from = n.OldPodGone
 			}
 			out.Nodes = append(out.Nodes, reports.NodeLatency{Node: n.Node, Seconds: max(0, n.NewPodAvailable.Sub(from).Seconds())})
+			if r, ok := replacement(ro.Start, n); ok {
+				out.Replacements = append(out.Replacements, r)
+			}
 		}
 		run.Rollouts = append(run.Rollouts, out)
 		run.Availability = append(run.Availability, reports.Availability{
@@ -751,4 +754,16 @@ func (c *Core) faultBreakingWatches(start, end time.Time) string {
 		}
 	}
 	return ""
+}
+
+// replacement splits a node's rollout latency when its old pod was deleted
+// during the rollout and gone before the new pod appeared; false for other
+// nodes (surge, new nodes, pods lost before the rollout).
+func replacement(start time.Time, n oracle.NodeRollout) (reports.Replacement, bool) {
+	gone, vanished, created, available := n.OldPodGone, n.OldPodVanished, n.NewPodCreated, n.NewPodAvailable
+	if gone.Before(start) || vanished.IsZero() || created.Before(vanished) || available.IsZero() {
+		return reports.Replacement{}, false
+	}
+	return reports.Replacement{Node: n.Node, Deleting: vanished.Sub(gone).Seconds(),
+		Recreating: created.Sub(vanished).Seconds(), Starting: available.Sub(created).Seconds()}, true
 }

@@ -302,8 +302,10 @@ type Group struct {
 	Runs       []*Run // sorted by repetition, failed runs included
 	Metrics    []Series
 	// NodeJoins and NodeRollouts pool the per-node latencies of all successful
-	// runs but those in which a cluster component exited.
+	// runs but those in which a cluster component exited, Replacements the
+	// rollouts' replacements of the same runs.
 	NodeJoins, NodeRollouts []float64
+	Replacements            []Replacement
 }
 
 // Failed counts the failed runs of the group.
@@ -381,6 +383,9 @@ func fillSeries(g *Group) {
 		if run.OK() && len(run.ClusterRestarts) == 0 {
 			g.NodeJoins = append(g.NodeJoins, nodeJoinSeconds(run)...)
 			g.NodeRollouts = append(g.NodeRollouts, nodeRolloutSeconds(run)...)
+			for _, ro := range run.Rollouts {
+				g.Replacements = append(g.Replacements, ro.Replacements...)
+			}
 		}
 	}
 	metrics := make([]Metric, len(g.Metrics))

@@ -218,26 +218,51 @@ func (a *analysis) findingsTable() (table, bool) {
 	return t, len(t.Rows) > 0
 }
 
+// nodeLatencyMeasures are the rows of the per-node latency table. The three
+// replacement parts say whose time a rollout's per-node latency is: only
+// "replaced: gone → new pod" is the controller's.
+var nodeLatencyMeasures = []struct {
+	name   string
+	values func(*Group) []float64
+}{
+	{"node join", func(g *Group) []float64 { return g.NodeJoins }},
+	{"per-node rollout", func(g *Group) []float64 { return g.NodeRollouts }},
+	{"replaced: terminating → gone (cluster)", func(g *Group) []float64 {
+		return replacementPart(g, func(r Replacement) float64 { return r.Deleting })
+	}},
+	{"replaced: gone → new pod (controller)", func(g *Group) []float64 {
+		return replacementPart(g, func(r Replacement) float64 { return r.Recreating })
+	}},
+	{"replaced: new pod → available (cluster)", func(g *Group) []float64 {
+		return replacementPart(g, func(r Replacement) float64 { return r.Starting })
+	}},
+}
+
+func replacementPart(g *Group, part func(Replacement) float64) []float64 {
+	xs := make([]float64, 0, len(g.Replacements))
+	for _, r := range g.Replacements {
+		xs = append(xs, part(r))
+	}
+	return xs
+}
+
 func (a *analysis) nodeLatencyTable() (table, bool) {
 	t := table{
 		Header: []string{"case", "latency", "controller", "n", "median", "p90", "p99", "max"},
 		Right:  []bool{false, false, false, true, true, true, true, true},
 	}
 	for _, cs := range cases(a.groups) {
-		for _, measure := range []string{"node join", "per-node rollout"} {
+		for _, measure := range nodeLatencyMeasures {
 			for _, g := range a.groups {
 				if g.Case != cs {
 					continue
 				}
-				xs := g.NodeJoins
-				if measure == "per-node rollout" {
-					xs = g.NodeRollouts
-				}
+				xs := measure.values(&g)
 				if len(xs) == 0 {
 					continue
 				}
 				d := Distribute(xs)
-				t.Rows = append(t.Rows, []string{cs.String(), measure, g.Controller, fmt.Sprint(d.N),
+				t.Rows = append(t.Rows, []string{cs.String(), measure.name, g.Controller, fmt.Sprint(d.N),
 					fmtDecimal(d.Median), fmtDecimal(d.P90), fmtDecimal(d.P99), fmtDecimal(d.Max)})
 			}
 		}
@@ -352,7 +377,7 @@ func (a *analysis) faultsTable() (table, bool) {
 	return t, len(t.Rows) > 0
 }
 
-const nodeLatencyNote = "Seconds; every node of every successful repetition pooled; percentiles by nearest rank.\n"
+const nodeLatencyNote = "Seconds; every node of every successful repetition pooled; percentiles by nearest rank. A per-node rollout runs from the later of the update and the old pod's deletion to the new pod available. The replaced rows split it for each node whose old pod was gone before the new one appeared (no surge): the old pod's termination being finalized and the new pod starting are the cluster's time; from gone to new pod is the controller's (its reaction, and its own pacing of creates).\n"
 
 func (a *analysis) markdown() string {
 	var b strings.Builder

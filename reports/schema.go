@@ -337,6 +337,22 @@ type Rollout struct {
 	Seconds float64 `json:"seconds"`
 	// Nodes: update written → that node runs a Ready pod of the new revision.
 	Nodes []NodeLatency `json:"nodes,omitempty"`
+	// Replacements split the latency of each node whose old pod was deleted
+	// and gone before its new pod was created (a replacement without surge)
+	// into the cluster's and the controller's shares.
+	Replacements []Replacement `json:"replacements,omitempty"`
+}
+
+// Replacement is one node's pod replaced in a rollout, in three parts:
+// Deleting (old pod terminating → gone: kwok or the kubelet finalizing),
+// Recreating (gone → the new pod seen: the controller) and Starting (new pod
+// seen → available: the scheduler, kwok or the kubelet, readiness and
+// minReadySeconds).
+type Replacement struct {
+	Node       string  `json:"node"`
+	Deleting   float64 `json:"deletingSeconds"`
+	Recreating float64 `json:"recreatingSeconds"`
+	Starting   float64 `json:"startingSeconds"`
 }
 
 // NodeLatency is a latency observed for one node.
@@ -533,6 +549,11 @@ func Validate(r *Report) error {
 			for _, ro := range run.Rollouts {
 				checkSeconds("rollout "+ro.DaemonSet, ro.Seconds)
 				checkNodes("rollout node", ro.Nodes)
+				for _, r := range ro.Replacements {
+					checkSeconds("replacement deleting "+r.Node, r.Deleting)
+					checkSeconds("replacement recreating "+r.Node, r.Recreating)
+					checkSeconds("replacement starting "+r.Node, r.Starting)
+				}
 			}
 			checkNodes("node join", run.NodeJoins)
 			checkNodes("node eligible", run.NodeEligible)

@@ -48,6 +48,9 @@ type NodeRollout struct {
 	// OldPodGone is when the node's last old active pod was deleted (became
 	// terminating or vanished).
 	OldPodGone time.Time
+	// OldPodVanished is when, after OldPodGone, no pod of the DaemonSet was
+	// terminating on the node either: its deletion was finalized.
+	OldPodVanished time.Time
 	// NewPodCreated, NewPodReady and NewPodAvailable are when a current pod
 	// was first seen on the node, Ready, and available (Ready for
 	// minReadySeconds).
@@ -113,6 +116,9 @@ func (r *rolloutState) observe(name string, v nodeView, t time.Time) {
 		r.hadOld[name] = true
 	} else if r.hadOld[name] && n.OldPodGone.IsZero() {
 		n.OldPodGone = t
+	}
+	if !n.OldPodGone.IsZero() && n.OldPodVanished.IsZero() && v.terminating == 0 {
+		n.OldPodVanished = t
 	}
 	if v.current > 0 && n.NewPodCreated.IsZero() {
 		n.NewPodCreated = t

@@ -94,9 +94,9 @@ func TestCorrectScenario(t *testing.T) {
 		Start: at(12), End: at(21), Outcome: oracle.RolloutConverged,
 		PeakUnavailable: 1, AllowedAtPeak: 1, LastNodeAvailable: at(21),
 		Nodes: []oracle.NodeRollout{
-			{Node: "n1", OldPodGone: at(13)},
-			{Node: "n2", OldPodGone: at(14), NewPodCreated: at(15), NewPodReady: at(17), NewPodAvailable: at(17)},
-			{Node: "n3", OldPodGone: at(18), NewPodCreated: at(19), NewPodReady: at(21), NewPodAvailable: at(21)},
+			{Node: "n1", OldPodGone: at(13), OldPodVanished: at(14)},
+			{Node: "n2", OldPodGone: at(14), OldPodVanished: at(15), NewPodCreated: at(15), NewPodReady: at(17), NewPodAvailable: at(17)},
+			{Node: "n3", OldPodGone: at(18), OldPodVanished: at(19), NewPodCreated: at(19), NewPodReady: at(21), NewPodAvailable: at(21)},
 		},
 	}}
 	if diff := cmp.Diff(wantRollouts, c.Rollouts()); diff != "" {

@@ -358,7 +358,7 @@ func TestSimulatedRolloutMetrics(t *testing.T) {
 	var got []oracle.NodeRollout
 	for i, n := range []string{"n1", "n2", "n3", "n4", "n6"} {
 		d := 21 + 3*float64(i)
-		got = append(got, oracle.NodeRollout{Node: n, OldPodGone: at(d), NewPodCreated: at(d + 1), NewPodReady: at(d + 3), NewPodAvailable: at(d + 3)})
+		got = append(got, oracle.NodeRollout{Node: n, OldPodGone: at(d), OldPodVanished: at(d + 1), NewPodCreated: at(d + 1), NewPodReady: at(d + 3), NewPodAvailable: at(d + 3)})
 	}
 	if diff := cmp.Diff(got, s.c.Rollouts()[0].Nodes); diff != "" {
 		t.Errorf("node rollouts (-want +got):\n%s", diff)
