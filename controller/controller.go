@@ -52,10 +52,11 @@ const nodeWorkers = 2
 const DefaultStatusInterval = time.Second
 
 // DefaultPodUpdateBatch is the binary's --pod-update-batch-period. While
-// kwok or kubelets mark thousands of pods Running and Ready, every update
-// woke a full sync of the DaemonSet, back to back; 20 ms lets the updates
-// of that time share one sync, and delays what a readiness change unblocks
-// (the next pod of a rollout) by at most that.
+// kwok or kubelets mark thousands of pods Running and Ready, or a rollout
+// sees hundreds of pods a second go and come, every event woke a full sync
+// of the DaemonSet, back to back; 20 ms lets the events of that time share
+// one sync, and delays what an event unblocks (a replacement, the next pod
+// of a rollout) by at most that.
 const DefaultPodUpdateBatch = 20 * time.Millisecond
 
 // statusUpdateRetries bounds the conflict retries of one status write.
@@ -74,9 +75,9 @@ type Config struct {
 	// Workers is the number of DaemonSets synced in parallel; <= 0 means
 	// DefaultWorkers.
 	Workers int
-	// BurstReplicas caps the creates and the deletes of one sync; 0 means no
-	// cap. Creates always go in slow-start batches of 1, 2, 4, ... and stop
-	// after a batch with errors.
+	// BurstReplicas caps a DaemonSet's creates, and its deletes, in flight
+	// (sent and not yet seen); 0 means no cap. Creates always go in
+	// slow-start batches of 1, 2, 4, ... and stop after a batch with errors.
 	BurstReplicas int
 	// MaxCreateBatch caps a slow-start batch, the creates in flight at once;
 	// 0 means DefaultMaxCreateBatch. Unlike upstream's burst of 250 it does
@@ -111,8 +112,8 @@ type Config struct {
 	SyncDelay time.Duration
 	// Metrics receives the controller's metrics; nil means NewMetrics().
 	Metrics *Metrics
-	// ExpectationsTTL is how long unobserved writes hold a DaemonSet back;
-	// <= 0 means DefaultExpectationsTTL.
+	// ExpectationsTTL is how long an unobserved write is counted as in
+	// flight; <= 0 means DefaultExpectationsTTL.
 	ExpectationsTTL time.Duration
 	// StatusInterval is the least time between two status writes of one
 	// DaemonSet that change its counters only: a sync within it requeues
@@ -121,11 +122,11 @@ type Config struct {
 	// per sync. A new observedGeneration is written at once. 0: a write at
 	// every sync that changes the status (as upstream).
 	StatusInterval time.Duration
-	// PodUpdateBatch is the longest a sync waits after an update of one of
-	// the DaemonSet's pods (binding, phase, readiness), so that the updates
-	// that arrive meanwhile share it. Creates and deletes, which settle
-	// expectations, wake the sync at once, as does a pod starting to
-	// terminate. 0: every update at once (as upstream).
+	// PodUpdateBatch is the longest a sync waits after an event of one of
+	// the DaemonSet's pods (its creation, an update, the start and the end
+	// of its deletion), so that the events that arrive meanwhile share it.
+	// Adoptions wake the sync at once. 0: every event at once (as
+	// upstream).
 	PodUpdateBatch time.Duration
 }
 
@@ -167,6 +168,14 @@ type Controller struct {
 
 	backoffMu sync.Mutex
 	backoff   map[string]plan.Backoff // DaemonSet key -> failed-pod backoff carried between syncs
+
+	slowStartMu sync.Mutex
+	slowStart   map[string]slowStartResume // DaemonSet key -> where its next creates' slow start begins
+
+	writes     sync.WaitGroup   // pod writes on their way (applyPods)
+	startWrite func(func())     // starts a sync's pod writes: c.writes.Go; tests run them in place
+	writeErrMu sync.Mutex       // guards writeErr
+	writeErr   map[string]error // DaemonSet key -> the error of its last writes, while they fail
 
 	statusMu      sync.Mutex
 	writtenStatus map[string]writtenStatus // DaemonSet key -> our last status write, while the cache lags it
@@ -245,6 +254,8 @@ func NewController(conf Config) (*Controller, error) {
 		expectations:   NewExpectations(conf.Clock, conf.ExpectationsTTL),
 		pendingNodes:   map[string]nodeChange{},
 		backoff:        map[string]plan.Backoff{},
+		slowStart:      map[string]slowStartResume{},
+		writeErr:       map[string]error{},
 		writtenStatus:  map[string]writtenStatus{},
 		statusWritten:  map[string]time.Time{},
 		idle:           map[string]bool{},
@@ -263,6 +274,7 @@ func NewController(conf Config) (*Controller, error) {
 		c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ComponentName})
 	}
 	provider := workqueueProvider{conf.Metrics}
+	c.startWrite = c.writes.Go
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(newRateLimiter(), workqueue.TypedRateLimitingQueueConfig[string]{
 		Name: "daemonset", MetricsProvider: provider, Clock: conf.Clock,
 	})
@@ -424,6 +436,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.queue.ShutDown()
 	c.nodeQueue.ShutDown()
 	wg.Wait()
+	c.writes.Wait() // ctx is done: they end at once
 	return nil
 }
 
@@ -439,7 +452,10 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		requeueAfterError(c.queue, key)
 		return true
 	}
-	c.queue.Forget(key)
+	if c.writeFailure(key) == nil {
+		// Not while its writes fail: their backoff must grow (writeDone).
+		c.queue.Forget(key)
+	}
 	return true
 }
 

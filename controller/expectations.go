@@ -1,25 +1,33 @@
 package controller
 
 import (
+	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/dsbench/dsbench/controller/plan"
 )
 
-// DefaultExpectationsTTL is how long unobserved creates or deletes hold back
-// a DaemonSet before the controller stops waiting for them (upstream: 5 min).
+// DefaultExpectationsTTL is how long an unobserved create or delete is
+// waited for before the controller stops waiting for it (upstream: 5 min).
 const DefaultExpectationsTTL = 5 * time.Minute
 
 // Expectations records, per DaemonSet key, the pod creates and deletes the
-// controller has issued but not yet seen in its informer. While any are
-// outstanding, a sync computes status only, so that a stale cache never
-// causes a second pod on a node.
+// controller has issued but not yet seen in its informer: the creates by
+// node, the deletes by pod key. A sync plans on its cache with these laid
+// over it (plan.InFlight): a node with a create in flight holds a new pod
+// that is not yet available, a pod being deleted is terminating. So a stale
+// cache never causes a second pod on a node or a rollout past its budget,
+// and, unlike upstream's counters, which hold back the whole DaemonSet until
+// every write is seen, a sync may act on the other nodes meanwhile: a node
+// whose old pod is gone gets its replacement while the replacements of
+// other nodes are still on their way.
 //
-// Unlike upstream, deletes are tracked by pod key, so observing the same
-// deletion twice (the graceful-delete update, then the final delete event)
-// counts once, and every failed write lowers the expectation at once: a
-// failed call is never waited for until the TTL (upstream #72155).
+// Deletes observed twice (the graceful-delete update, then the final delete
+// event) count once, and every failed write lowers the expectation at once:
+// a failed call is never waited for until the TTL (upstream #72155).
 type Expectations struct {
 	clock clock.PassiveClock
 	ttl   time.Duration
@@ -29,10 +37,16 @@ type Expectations struct {
 }
 
 type expectation struct {
-	adds      int                 // creates issued and not yet observed
-	dels      map[string]struct{} // "namespace/name" of pods whose deletion is not yet observed
-	timestamp time.Time           // when the expectation was set
+	creates map[string]pendingCreate // node name -> create not yet observed
+	dels    map[string]time.Time     // "namespace/name" -> when its deletion was issued
 }
+
+type pendingCreate struct {
+	hash string    // the pod's template hash
+	at   time.Time // when it was issued
+}
+
+func (exp *expectation) empty() bool { return len(exp.creates) == 0 && len(exp.dels) == 0 }
 
 // NewExpectations returns an empty store; ttl <= 0 means DefaultExpectationsTTL.
 func NewExpectations(clk clock.PassiveClock, ttl time.Duration) *Expectations {
@@ -42,52 +56,80 @@ func NewExpectations(clk clock.PassiveClock, ttl time.Duration) *Expectations {
 	return &Expectations{clock: clk, ttl: ttl, m: map[string]*expectation{}}
 }
 
-// Satisfied reports whether the DaemonSet may act: nothing is outstanding,
-// nothing was ever expected, or the expectation is older than the TTL.
-func (e *Expectations) Satisfied(key string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+// get returns key's expectation, creating it; e.mu must be held.
+func (e *Expectations) get(key string) *expectation {
 	exp, ok := e.m[key]
 	if !ok {
-		return true
+		exp = &expectation{creates: map[string]pendingCreate{}, dels: map[string]time.Time{}}
+		e.m[key] = exp
 	}
-	if exp.adds <= 0 && len(exp.dels) == 0 {
-		return true
-	}
-	return e.clock.Since(exp.timestamp) > e.ttl
+	return exp
 }
 
-// Expired reports whether key has outstanding expectations older than the
-// TTL; it is for logging why a sync proceeded anyway.
-func (e *Expectations) Expired(key string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+// expire drops key's writes older than the TTL and returns how many it
+// dropped; e.mu must be held.
+func (e *Expectations) expire(key string) int {
 	exp, ok := e.m[key]
-	if !ok || (exp.adds <= 0 && len(exp.dels) == 0) {
-		return false
+	if !ok {
+		return 0
 	}
-	return e.clock.Since(exp.timestamp) > e.ttl
+	now, n := e.clock.Now(), 0
+	for node, c := range exp.creates {
+		if now.Sub(c.at) > e.ttl {
+			delete(exp.creates, node)
+			n++
+		}
+	}
+	for pod, at := range exp.dels {
+		if now.Sub(at) > e.ttl {
+			delete(exp.dels, pod)
+			n++
+		}
+	}
+	if exp.empty() {
+		delete(e.m, key)
+	}
+	return n
 }
 
-// Expect replaces key's expectation: adds creates and the deletion of the
-// given pod keys. Call it before issuing the writes.
-func (e *Expectations) Expect(key string, adds int, podKeys []string) {
-	dels := make(map[string]struct{}, len(podKeys))
-	for _, k := range podKeys {
-		dels[k] = struct{}{}
+// ExpectCreates records creates of pods with the template hash on nodes.
+// Call it before issuing them.
+func (e *Expectations) ExpectCreates(key, hash string, nodes []string) {
+	if len(nodes) == 0 {
+		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.m[key] = &expectation{adds: adds, dels: dels, timestamp: e.clock.Now()}
+	exp, now := e.get(key), e.clock.Now()
+	for _, node := range nodes {
+		exp.creates[node] = pendingCreate{hash: hash, at: now}
+	}
 }
 
-// CreationObserved lowers the expected creates by n: the informer saw n new
-// pods, or n create calls failed or were skipped.
-func (e *Expectations) CreationObserved(key string, n int) {
+// ExpectDeletions records the deletion of the given pod keys. Call it before
+// issuing them.
+func (e *Expectations) ExpectDeletions(key string, podKeys []string) {
+	if len(podKeys) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	exp, now := e.get(key), e.clock.Now()
+	for _, k := range podKeys {
+		exp.dels[k] = now
+	}
+}
+
+// CreationObserved ends the wait for the create on node: the informer saw a
+// pod for it, or the call failed or was never sent.
+func (e *Expectations) CreationObserved(key, node string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if exp, ok := e.m[key]; ok {
-		exp.adds = max(exp.adds-n, 0)
+		delete(exp.creates, node)
+		if exp.empty() {
+			delete(e.m, key)
+		}
 	}
 }
 
@@ -98,28 +140,81 @@ func (e *Expectations) DeletionObserved(key, podKey string) {
 	defer e.mu.Unlock()
 	if exp, ok := e.m[key]; ok {
 		delete(exp.dels, podKey)
+		if exp.empty() {
+			delete(e.m, key)
+		}
 	}
 }
 
-// ExpiresIn is how long until key's outstanding expectation expires; 0 if
-// nothing is outstanding or it has expired already.
+// InFlight returns key's unobserved writes for the planner, after dropping
+// those older than the TTL; expired is how many it dropped. Take it before
+// reading the cache (see syncDaemonSet).
+func (e *Expectations) InFlight(key string) (in plan.InFlight, expired int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	expired = e.expire(key)
+	exp, ok := e.m[key]
+	if !ok {
+		return plan.InFlight{}, expired
+	}
+	if len(exp.creates) > 0 {
+		in.Creates = make(map[string]string, len(exp.creates))
+		for node, c := range exp.creates {
+			in.Creates[node] = c.hash
+		}
+	}
+	if len(exp.dels) > 0 {
+		in.Deletes = make(map[string]struct{}, len(exp.dels))
+		for k := range exp.dels {
+			// The planner matches pods of the DaemonSet's namespace by name.
+			_, name, _ := strings.Cut(k, "/")
+			in.Deletes[name] = struct{}{}
+		}
+	}
+	return in, expired
+}
+
+// Satisfied reports whether nothing is in flight for key: every write was
+// observed, failed, or is older than the TTL.
+func (e *Expectations) Satisfied(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.expire(key)
+	_, ok := e.m[key]
+	return !ok
+}
+
+// ExpiresIn is how long until the oldest of key's writes in flight expires;
+// 0 if none is in flight.
 func (e *Expectations) ExpiresIn(key string) time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.expire(key)
 	exp, ok := e.m[key]
-	if !ok || (exp.adds <= 0 && len(exp.dels) == 0) {
+	if !ok {
 		return 0
 	}
-	// +1ns: Satisfied needs strictly more than the TTL to have passed.
-	return max(exp.timestamp.Add(e.ttl+1).Sub(e.clock.Now()), 0)
+	var oldest time.Time
+	for _, c := range exp.creates {
+		if oldest.IsZero() || c.at.Before(oldest) {
+			oldest = c.at
+		}
+	}
+	for _, at := range exp.dels {
+		if oldest.IsZero() || at.Before(oldest) {
+			oldest = at
+		}
+	}
+	// +1ns: a write expires once strictly more than the TTL has passed.
+	return max(oldest.Add(e.ttl+1).Sub(e.clock.Now()), 0)
 }
 
-// Pending returns the outstanding creates and deletes for key.
+// Pending returns the creates and deletes in flight for key.
 func (e *Expectations) Pending(key string) (adds, dels int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if exp, ok := e.m[key]; ok {
-		return exp.adds, len(exp.dels)
+		return len(exp.creates), len(exp.dels)
 	}
 	return 0, 0
 }

@@ -4,7 +4,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/dsbench/dsbench/controller/plan"
 )
 
 func TestExpectations(t *testing.T) {
@@ -15,6 +19,7 @@ func TestExpectations(t *testing.T) {
 		steps         func(e *Expectations, clk *clocktesting.FakeClock)
 		wantSatisfied bool
 		wantExpiresIn time.Duration
+		wantInFlight  plan.InFlight
 	}{
 		{
 			name:          "nothing expected",
@@ -22,37 +27,47 @@ func TestExpectations(t *testing.T) {
 			wantSatisfied: true,
 		},
 		{
-			name:          "creates outstanding",
-			steps:         func(e *Expectations, _ *clocktesting.FakeClock) { e.Expect(k, 2, nil); e.CreationObserved(k, 1) },
+			name: "creates outstanding",
+			steps: func(e *Expectations, _ *clocktesting.FakeClock) {
+				e.ExpectCreates(k, "h1", []string{"n1", "n2"})
+				e.CreationObserved(k, "n1")
+			},
 			wantExpiresIn: time.Minute + 1,
+			wantInFlight:  plan.InFlight{Creates: map[string]string{"n2": "h1"}},
 		},
 		{
-			name:          "all creates observed",
-			steps:         func(e *Expectations, _ *clocktesting.FakeClock) { e.Expect(k, 2, nil); e.CreationObserved(k, 2) },
+			name: "all creates observed",
+			steps: func(e *Expectations, _ *clocktesting.FakeClock) {
+				e.ExpectCreates(k, "h1", []string{"n1", "n2"})
+				e.CreationObserved(k, "n2")
+				e.CreationObserved(k, "n1")
+			},
 			wantSatisfied: true,
 		},
 		{
-			name: "extra observations do not go negative",
+			name: "an observation on another node settles nothing",
 			steps: func(e *Expectations, _ *clocktesting.FakeClock) {
-				e.Expect(k, 1, nil)
-				e.CreationObserved(k, 5)
-				e.Expect(k, 1, nil) // a later expectation is not pre-satisfied
+				e.ExpectCreates(k, "h1", []string{"n1"})
+				e.CreationObserved(k, "n9")
+				e.CreationObserved(k+"-other", "n1")
 			},
 			wantExpiresIn: time.Minute + 1,
+			wantInFlight:  plan.InFlight{Creates: map[string]string{"n1": "h1"}},
 		},
 		{
 			name: "a deletion observed twice counts once",
 			steps: func(e *Expectations, _ *clocktesting.FakeClock) {
-				e.Expect(k, 0, []string{"default/a", "default/b"})
+				e.ExpectDeletions(k, []string{"default/a", "default/b"})
 				e.DeletionObserved(k, "default/a")
 				e.DeletionObserved(k, "default/a")
 			},
 			wantExpiresIn: time.Minute + 1,
+			wantInFlight:  plan.InFlight{Deletes: map[string]struct{}{"b": {}}},
 		},
 		{
 			name: "all deletions observed",
 			steps: func(e *Expectations, _ *clocktesting.FakeClock) {
-				e.Expect(k, 0, []string{"default/a", "default/b"})
+				e.ExpectDeletions(k, []string{"default/a", "default/b"})
 				e.DeletionObserved(k, "default/b")
 				e.DeletionObserved(k, "default/a")
 			},
@@ -61,22 +76,48 @@ func TestExpectations(t *testing.T) {
 		{
 			name: "not yet expired at exactly the TTL",
 			steps: func(e *Expectations, clk *clocktesting.FakeClock) {
-				e.Expect(k, 1, nil)
+				e.ExpectCreates(k, "h1", []string{"n1"})
 				clk.Step(time.Minute)
 			},
 			wantExpiresIn: 1,
+			wantInFlight:  plan.InFlight{Creates: map[string]string{"n1": "h1"}},
+		},
+		{
+			name: "each write expires on its own",
+			steps: func(e *Expectations, clk *clocktesting.FakeClock) {
+				e.ExpectCreates(k, "h1", []string{"n1"})
+				clk.Step(30 * time.Second)
+				e.ExpectDeletions(k, []string{"default/a"})
+				clk.Step(30*time.Second + time.Nanosecond)
+			},
+			wantExpiresIn: 30 * time.Second,
+			wantInFlight:  plan.InFlight{Deletes: map[string]struct{}{"a": {}}},
 		},
 		{
 			name: "expired after the TTL",
 			steps: func(e *Expectations, clk *clocktesting.FakeClock) {
-				e.Expect(k, 1, nil)
+				e.ExpectCreates(k, "h1", []string{"n1"})
 				clk.Step(time.Minute + time.Nanosecond)
 			},
 			wantSatisfied: true,
 		},
 		{
-			name:          "deleted",
-			steps:         func(e *Expectations, _ *clocktesting.FakeClock) { e.Expect(k, 1, nil); e.Delete(k) },
+			name: "a create again on a node replaces the first",
+			steps: func(e *Expectations, clk *clocktesting.FakeClock) {
+				e.ExpectCreates(k, "h1", []string{"n1"})
+				clk.Step(time.Minute + time.Nanosecond)
+				e.ExpectCreates(k, "h2", []string{"n1"})
+			},
+			wantExpiresIn: time.Minute + 1,
+			wantInFlight:  plan.InFlight{Creates: map[string]string{"n1": "h2"}},
+		},
+		{
+			name: "deleted",
+			steps: func(e *Expectations, _ *clocktesting.FakeClock) {
+				e.ExpectCreates(k, "h1", []string{"n1"})
+				e.ExpectDeletions(k, []string{"default/a"})
+				e.Delete(k)
+			},
 			wantSatisfied: true,
 		},
 	}
@@ -91,6 +132,31 @@ func TestExpectations(t *testing.T) {
 			if got := e.ExpiresIn(k); got != tt.wantExpiresIn {
 				t.Errorf("ExpiresIn = %v, want %v", got, tt.wantExpiresIn)
 			}
+			got, _ := e.InFlight(k)
+			if diff := cmp.Diff(tt.wantInFlight, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("InFlight (-want +got):\n%s", diff)
+			}
+			adds, dels := e.Pending(k)
+			if adds != len(tt.wantInFlight.Creates) || dels != len(tt.wantInFlight.Deletes) {
+				t.Errorf("Pending = %d, %d; want %d, %d", adds, dels, len(tt.wantInFlight.Creates), len(tt.wantInFlight.Deletes))
+			}
 		})
+	}
+}
+
+// InFlight reports how many writes it dropped for being older than the TTL,
+// once: they are forgotten.
+func TestExpectationsInFlightReportsExpired(t *testing.T) {
+	const k = "default/agent"
+	clk := clocktesting.NewFakeClock(t0)
+	e := NewExpectations(clk, time.Minute)
+	e.ExpectCreates(k, "h1", []string{"n1", "n2"})
+	e.ExpectDeletions(k, []string{"default/a"})
+	clk.Step(2 * time.Minute)
+	if _, expired := e.InFlight(k); expired != 3 {
+		t.Errorf("expired = %d, want 3", expired)
+	}
+	if _, expired := e.InFlight(k); expired != 0 {
+		t.Errorf("expired again = %d, want 0", expired)
 	}
 }

@@ -95,6 +95,10 @@ func newFixture(t testing.TB, objs []runtime.Object, configure ...func(*Config))
 	}
 	f.delayed = &recordingQueue{TypedRateLimitingInterface: c.queue}
 	c.queue = f.delayed
+	// In place, so that a sync's calls come in one order: the pods', then
+	// the status. TestSyncDoesNotWaitForPodWrites runs them as the
+	// controller does.
+	c.startWrite = func(fn func()) { fn() }
 	f.c = c
 	t.Cleanup(func() {
 		c.queue.ShutDown()
@@ -151,10 +155,15 @@ func (f *fixture) addToCache(obj runtime.Object) {
 	}
 }
 
-// sync runs one sync of key and returns its error.
+// sync runs one sync of key, its pod writes included, and returns its
+// error or theirs.
 func (f *fixture) sync(key string) error {
 	f.t.Helper()
-	return f.c.syncDaemonSet(f.t.Context(), key)
+	err := f.c.syncDaemonSet(f.t.Context(), key)
+	if err != nil {
+		return err
+	}
+	return f.c.writeFailure(key)
 }
 
 // actions returns the client's actions since the last call, without the

@@ -60,6 +60,8 @@ func (c *Controller) deleteDaemonSet(obj any) {
 	// A new DaemonSet of the same name must not inherit our state.
 	c.expectations.Delete(key)
 	c.forgetBackoff(key)
+	c.rememberSlowStart(key, 0)
+	c.forgetWrites(key)
 	c.revisionDataMu.Lock()
 	delete(c.revisionDataOf, ds.UID)
 	c.revisionDataMu.Unlock()
@@ -170,8 +172,11 @@ func (c *Controller) addPod(obj any) {
 			return
 		}
 		c.logger.V(4).Info("Pod added", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
-		c.expectations.CreationObserved(ds.Namespace+"/"+ds.Name, 1)
-		c.enqueue(ds)
+		if node, ok := plan.TargetNodeName(pod); ok {
+			c.expectations.CreationObserved(ds.Namespace+"/"+ds.Name, node)
+		}
+		// The plan counted it while in flight: only the status changes.
+		c.enqueuePodUpdate(ds)
 		return
 	}
 	// An orphan: never a creation we wait for, but someone may adopt it.
@@ -252,5 +257,7 @@ func (c *Controller) deletePod(obj any) {
 	}
 	c.logger.V(4).Info("Pod deleted", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))
 	c.expectations.DeletionObserved(ds.Namespace+"/"+ds.Name, podKey(pod))
-	c.enqueue(ds)
+	// Within the batch, not at once: while a rollout's pods go by the
+	// hundred a second, the ones that finish in a batch share one sync.
+	c.enqueuePodUpdate(ds)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -273,7 +274,7 @@ func TestPodEventRouting(t *testing.T) {
 
 	t.Run("owned pod add observes the creation", func(t *testing.T) {
 		f := newFixture(t, []runtime.Object{ds, other})
-		f.c.expectations.Expect(dsKey(ds), 1, nil)
+		f.c.expectations.ExpectCreates(dsKey(ds), currentHash(ds), []string{"n1"})
 		f.c.addPod(owned)
 		if !f.c.expectations.Satisfied(dsKey(ds)) {
 			t.Error("creation not observed")
@@ -317,8 +318,9 @@ func TestPodEventRouting(t *testing.T) {
 			t.Errorf("delayed (-want +got):\n%s", diff)
 		}
 	})
-	// With PodUpdateBatch, updates wait for the batch; what settles
-	// expectations or hands a pod over does not.
+	// With PodUpdateBatch, a pod's events wait for the batch (the plan
+	// counted its creation and deletion while they were in flight); an
+	// adoption, which hands a pod over, does not.
 	batched := func(c *Config) { c.PodUpdateBatch = 20 * time.Millisecond }
 	t.Run("batched: an update wakes the sync after the batch", func(t *testing.T) {
 		f := newFixture(t, []runtime.Object{ds}, batched)
@@ -350,19 +352,25 @@ func TestPodEventRouting(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		event func(c *Controller)
+		now   bool // woken at once, else after the batch
 	}{
-		{"terminating", func(c *Controller) { c.updatePod(owned, terminating) }},
-		{"adoption", func(c *Controller) { c.updatePod(orphan(owned.DeepCopy()), adopted) }},
-		{"add", func(c *Controller) { c.addPod(owned) }},
+		{"terminating", func(c *Controller) { c.updatePod(owned, terminating) }, false},
+		{"deleted", func(c *Controller) { c.deletePod(owned) }, false},
+		{"add", func(c *Controller) { c.addPod(owned) }, false},
+		{"adoption", func(c *Controller) { c.updatePod(orphan(owned.DeepCopy()), adopted) }, true},
 	} {
-		t.Run("batched: "+tt.name+" wakes it at once", func(t *testing.T) {
+		t.Run("batched: "+tt.name, func(t *testing.T) {
 			f := newFixture(t, []runtime.Object{ds}, batched)
 			tt.event(f.c)
-			if diff := cmp.Diff([]string{dsKey(ds)}, f.queued()); diff != "" {
+			wantNow, wantAfter := []string{dsKey(ds)}, []string(nil)
+			if !tt.now {
+				wantNow, wantAfter = nil, []string{dsKey(ds) + " 20ms"}
+			}
+			if diff := cmp.Diff(wantNow, f.queued(), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("enqueued (-want +got):\n%s", diff)
 			}
-			if got := f.delayed.takeAfter(); len(got) != 0 {
-				t.Errorf("delayed %v, want nothing", got)
+			if diff := cmp.Diff(wantAfter, f.delayed.takeAfter(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("delayed (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -371,7 +379,7 @@ func TestPodEventRouting(t *testing.T) {
 func TestDaemonSetDeleteForgetsState(t *testing.T) {
 	ds := newDaemonSet("agent")
 	f := newFixture(t, []runtime.Object{ds})
-	f.c.expectations.Expect(dsKey(ds), 5, nil)
+	f.c.expectations.ExpectCreates(dsKey(ds), currentHash(ds), []string{"n1", "n2"})
 	f.c.deleteDaemonSet(cache.DeletedFinalStateUnknown{Key: dsKey(ds), Obj: ds})
 	if !f.c.expectations.Satisfied(dsKey(ds)) {
 		t.Error("expectations survived the DaemonSet")

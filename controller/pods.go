@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/dsbench/dsbench/controller/plan"
@@ -27,12 +30,12 @@ const createReason = "daemon_pod_missing"
 // on at this size within the sync, so a large cluster is not held back.
 const DefaultMaxCreateBatch = 250
 
-// slowStartBatches splits n creates into batches of 1, 2, 4, ... up to
-// maxBatch, then maxBatch each (the last one smaller), as upstream's slow
-// start.
-func slowStartBatches(n, maxBatch int) []int {
+// slowStartBatches splits n creates into batches of first, 2×first, ...
+// up to maxBatch, then maxBatch each (the last one smaller), as upstream's
+// slow start (which always starts at 1).
+func slowStartBatches(n, maxBatch, first int) []int {
 	var out []int
-	for size := 1; n > 0; size = min(2*size, maxBatch) {
+	for size := min(max(first, 1), maxBatch); n > 0; size = min(2*size, maxBatch) {
 		b := min(size, n)
 		out = append(out, b)
 		n -= b
@@ -40,30 +43,82 @@ func slowStartBatches(n, maxBatch int) []int {
 	return out
 }
 
-// capBurst applies Config.BurstReplicas (0: no cap).
-func (c *Controller) capBurst(n int) int {
+// SlowStartMemory is how long a DaemonSet's next creates resume the slow
+// start where its last creates, all successful, left it. Upstream restarts
+// at a batch of one in every sync; in a rollout, where each sync creates
+// the replacements of the pods that finished terminating since the last
+// one, that cost a round trip per doubling (six for 35 creates) while the
+// next terminated pods waited for the sync to end. A failure forgets it, so
+// a quota or a webhook that starts refusing costs at most one batch of the
+// size reached, and the retries start at one again.
+const SlowStartMemory = time.Minute
+
+// slowStartResume is where a DaemonSet's slow start resumes.
+type slowStartResume struct {
+	size int       // the first batch of the next creates
+	at   time.Time // when the creates that proved it ended
+}
+
+// slowStartFirst returns the first batch size of key's next creates.
+func (c *Controller) slowStartFirst(key string) int {
+	c.slowStartMu.Lock()
+	defer c.slowStartMu.Unlock()
+	r, ok := c.slowStart[key]
+	if !ok || c.clock.Since(r.at) > SlowStartMemory {
+		return 1
+	}
+	return r.size
+}
+
+// rememberSlowStart records how key's creates ended: largest is the largest
+// batch that succeeded entirely; 0 (a failure, or the DaemonSet is gone)
+// forgets, so the next creates start at one.
+func (c *Controller) rememberSlowStart(key string, largest int) {
+	c.slowStartMu.Lock()
+	defer c.slowStartMu.Unlock()
+	if largest <= 0 {
+		delete(c.slowStart, key)
+		return
+	}
+	c.slowStart[key] = slowStartResume{size: min(2*largest, c.maxCreateBatch), at: c.clock.Now()}
+}
+
+// capBurst applies Config.BurstReplicas (0: no cap) to n writes of one
+// kind when inFlight of that kind are on their way: the cap bounds the
+// writes outstanding, as upstream's expectations do with its burst.
+func (c *Controller) capBurst(n, inFlight int) int {
 	if c.burstReplicas > 0 {
-		return min(n, c.burstReplicas)
+		return min(n, max(c.burstReplicas-inFlight, 0))
 	}
 	return n
 }
 
-// applyPods issues the plan's creates and deletes. Expectations are raised
-// before any call and lowered at once for every call that fails or is
-// skipped, so a failure never leaves the DaemonSet waiting for the TTL; the
-// returned error makes the caller requeue with backoff.
-func (c *Controller) applyPods(ctx context.Context, ds *appsv1.DaemonSet, key, hash string, p plan.Plan) error {
-	creates := p.Creates[:c.capBurst(len(p.Creates))]
-	deletes := p.Deletes[:c.capBurst(len(p.Deletes))]
+// applyPods starts the plan's creates and deletes and returns at once; the
+// writes go on in the background (Controller.writes). Expectations are
+// raised before any call and lowered at once for every call that fails or
+// is skipped, so a failure never leaves a node waiting for the TTL; a
+// failure requeues the DaemonSet with backoff (writeDone).
+func (c *Controller) applyPods(ctx context.Context, ds *appsv1.DaemonSet, key, hash string, p plan.Plan, inFlight plan.InFlight) {
+	creates := p.Creates[:c.capBurst(len(p.Creates), len(inFlight.Creates))]
+	deletes := p.Deletes[:c.capBurst(len(p.Deletes), len(inFlight.Deletes))]
 	if len(creates) == 0 && len(deletes) == 0 {
-		return nil
+		return
 	}
+	creates = slices.Clone(creates) // the plan's slices may be pooled
+	deletes = slices.Clone(deletes)
 	delKeys := make([]string, len(deletes))
 	for i, d := range deletes {
 		delKeys[i] = d.Namespace + "/" + d.Name
 	}
-	c.expectations.Expect(key, len(creates), delKeys)
+	c.expectations.ExpectCreates(key, hash, creates)
+	c.expectations.ExpectDeletions(key, delKeys)
+	c.startWrite(func() {
+		c.writeDone(ctx, key, c.writePods(ctx, ds, key, hash, creates, deletes))
+	})
+}
 
+// writePods issues creates and deletes and returns their errors.
+func (c *Controller) writePods(ctx context.Context, ds *appsv1.DaemonSet, key, hash string, creates []string, deletes []plan.PodDeletion) error {
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -73,9 +128,11 @@ func (c *Controller) applyPods(ctx context.Context, ds *appsv1.DaemonSet, key, h
 		errs = append(errs, err)
 		mu.Unlock()
 	}
-
-	c.createInSlowStart(ctx, ds, key, hash, creates, fail)
-
+	// The deletes go beside the creates, not after them as upstream's: the
+	// planner never deletes and creates on one node in the same sync (a
+	// node's replacement waits for its old pod to be gone; a surge pod is
+	// created before, and its predecessor deleted in a later sync), so their
+	// order does not matter, and the deletes need not wait out a slow start.
 	var wg sync.WaitGroup
 	for _, d := range deletes {
 		wg.Go(func() {
@@ -84,8 +141,41 @@ func (c *Controller) applyPods(ctx context.Context, ds *appsv1.DaemonSet, key, h
 			}
 		})
 	}
+	c.createInSlowStart(ctx, ds, key, hash, creates, fail)
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// writeDone records how a DaemonSet's writes ended. A failure requeues it
+// with backoff, and until writes succeed again its syncs do not reset that
+// backoff (processNextWorkItem): a create refused by a quota is retried at
+// a growing interval, not at every sync.
+func (c *Controller) writeDone(ctx context.Context, key string, err error) {
+	c.writeErrMu.Lock()
+	if err != nil {
+		c.writeErr[key] = err
+	} else {
+		delete(c.writeErr, key)
+	}
+	c.writeErrMu.Unlock()
+	if err != nil && ctx.Err() == nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Writing DaemonSet pods failed, requeueing with backoff", "daemonset", key)
+		requeueAfterError(c.queue, key)
+	}
+}
+
+// writeFailure is the error of key's last writes, nil if they succeeded.
+func (c *Controller) writeFailure(key string) error {
+	c.writeErrMu.Lock()
+	defer c.writeErrMu.Unlock()
+	return c.writeErr[key]
+}
+
+// forgetWrites forgets key's last write error, when its DaemonSet is gone.
+func (c *Controller) forgetWrites(key string) {
+	c.writeErrMu.Lock()
+	defer c.writeErrMu.Unlock()
+	delete(c.writeErr, key)
 }
 
 // acquirePodWrite waits for a slot under Config.MaxPodWritesInFlight.
@@ -102,30 +192,43 @@ func (c *Controller) releasePodWrite() {
 	}
 }
 
-// createInSlowStart creates a pod on each node, in slow-start batches of 1,
-// 2, 4, ... that each wait for the one before, as upstream's, while they are
+// createInSlowStart creates a pod on each node, in slow-start batches that
+// double and each wait for the one before, as upstream's, while they are
 // smaller than maxCreateBatch; the rest then streams with maxCreateBatch in
 // flight, a new create as soon as one returns, instead of waiting for the
-// slowest of each batch. The first failure stops both: the creates not sent
-// are no longer expected, and the requeue retries the slow start.
+// slowest of each batch. The first batch is where key's last creates left
+// the slow start (slowStartFirst). The first failure stops both: the
+// creates not sent are no longer expected, and the requeue retries the
+// slow start from one.
 func (c *Controller) createInSlowStart(ctx context.Context, ds *appsv1.DaemonSet, key, hash string, nodes []string, fail func(error)) {
+	if len(nodes) == 0 {
+		return
+	}
 	skip := func(sent int) {
+		c.rememberSlowStart(key, 0)
 		if skipped := len(nodes) - sent; skipped > 0 {
 			// Likely the same error for all (quota, admission): do not
 			// spam the API server.
 			c.logger.V(2).Info("Slow-start failure, skipping remaining creates", "daemonset", klog.KObj(ds), "skipped", skipped)
-			c.expectations.CreationObserved(key, skipped)
+			for _, node := range nodes[sent:] {
+				c.expectations.CreationObserved(key, node)
+			}
 		}
 	}
 	var failed atomic.Bool
 	create := func(node string) {
+		if failed.Load() {
+			// Launched before the failure was known: not sent.
+			c.expectations.CreationObserved(key, node)
+			return
+		}
 		if err := c.createPod(ctx, ds, key, hash, node); err != nil {
 			fail(err)
 			failed.Store(true)
 		}
 	}
-	pos := 0
-	for _, size := range slowStartBatches(len(nodes), c.maxCreateBatch) {
+	pos, largest := 0, 0
+	for _, size := range slowStartBatches(len(nodes), c.maxCreateBatch, c.slowStartFirst(key)) {
 		if size == c.maxCreateBatch {
 			break
 		}
@@ -139,14 +242,19 @@ func (c *Controller) createInSlowStart(ctx context.Context, ds *appsv1.DaemonSet
 			skip(pos)
 			return
 		}
+		largest = size
+	}
+	if pos == len(nodes) {
+		c.rememberSlowStart(key, largest)
+		return
 	}
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, c.maxCreateBatch)
-	defer wg.Wait()
 	for i, node := range nodes[pos:] {
 		slots <- struct{}{}
 		if failed.Load() {
 			skip(pos + i)
+			wg.Wait()
 			return
 		}
 		wg.Go(func() {
@@ -154,6 +262,12 @@ func (c *Controller) createInSlowStart(ctx context.Context, ds *appsv1.DaemonSet
 			create(node)
 		})
 	}
+	wg.Wait()
+	if failed.Load() {
+		c.rememberSlowStart(key, 0)
+		return
+	}
+	c.rememberSlowStart(key, c.maxCreateBatch)
 }
 
 func (c *Controller) createPod(ctx context.Context, ds *appsv1.DaemonSet, key, hash, node string) error {
@@ -161,7 +275,7 @@ func (c *Controller) createPod(ctx context.Context, ds *appsv1.DaemonSet, key, h
 	pod := plan.NewPod(ds, hash, node, c.bindMode)
 	if c.createLimiter != nil {
 		if err := c.createLimiter.Acquire(ctx); err != nil {
-			c.expectations.CreationObserved(key, 1)
+			c.expectations.CreationObserved(key, node)
 			return fmt.Errorf("waiting to create a pod on node %s: %w", node, err)
 		}
 	}
@@ -169,7 +283,7 @@ func (c *Controller) createPod(ctx context.Context, ds *appsv1.DaemonSet, key, h
 		if c.createLimiter != nil {
 			c.createLimiter.Release(0, false)
 		}
-		c.expectations.CreationObserved(key, 1)
+		c.expectations.CreationObserved(key, node)
 		return fmt.Errorf("waiting to create a pod on node %s: %w", node, err)
 	}
 	start := c.clock.Now()
@@ -181,7 +295,7 @@ func (c *Controller) createPod(ctx context.Context, ds *appsv1.DaemonSet, key, h
 	}
 	if err != nil {
 		// The informer will never see this pod: stop waiting for it now.
-		c.expectations.CreationObserved(key, 1)
+		c.expectations.CreationObserved(key, node)
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil // every create will fail until the namespace is gone
 		}

@@ -49,6 +49,8 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		logger.V(3).Info("DaemonSet has been deleted")
 		c.expectations.Delete(key)
 		c.forgetBackoff(key)
+		c.rememberSlowStart(key, 0)
+		c.forgetWrites(key)
 		c.forgetStatus(key)
 		c.metrics.deleteDaemonSetSeries(namespace, name)
 		return nil
@@ -76,15 +78,14 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		return nil // only a spec change can fix it, and that enqueues again
 	}
 
-	// Check expectations before reading the cache, as upstream: the
-	// informer updates its store before the handler lowers them, so once
-	// they are satisfied every awaited pod is in what we read next. Read
-	// first and checked second, a pod that arrives in between is both
-	// missing from our view and no longer awaited: a duplicate.
-	satisfied := c.expectations.Satisfied(key)
-	if satisfied && c.expectations.Expired(key) {
-		adds, dels := c.expectations.Pending(key)
-		logger.V(2).Info("Expectations expired, acting anyway", "pendingCreates", adds, "pendingDeletes", dels)
+	// Take the writes in flight before reading the cache, as upstream checks
+	// its expectations: the informer updates its store before the handler
+	// lowers them, so every write missing from what we take is in what we
+	// read next. Read first and taken second, a pod that arrives in between
+	// is both missing from our view and no longer in flight: a duplicate.
+	inFlight, expired := c.expectations.InFlight(key)
+	if expired > 0 {
+		logger.V(2).Info("Writes unobserved past the expectations TTL, acting anyway", "writes", expired)
 	}
 	nodes := c.listNodes()
 	lists := listsPool.Get().(*syncLists)
@@ -110,7 +111,8 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		Nodes:                 nodes,
 		Pods:                  pods,
 		Hash:                  hash,
-		ExpectationsSatisfied: satisfied,
+		ExpectationsSatisfied: true,
+		InFlight:              inFlight,
 		Backoff:               c.getBackoff(key),
 		Now:                   c.clock.Now(),
 	})
@@ -126,30 +128,31 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		c.queue.Add(key)
 	}
 
+	// The writes go on without us: the next sync, woken by their events or
+	// by a pod that finished terminating meanwhile, plans with them in
+	// flight. A failure requeues with backoff (writeDone).
+	c.applyPods(ctx, ds, key, hash, p, inFlight)
 	var errs []error
-	var podErr error
-	if satisfied {
-		if podErr = c.applyPods(ctx, ds, key, hash, p); podErr != nil {
-			errs = append(errs, podErr)
-		}
+	if inFlight.Empty() {
 		// As upstream, old revisions go only when the pods are in sync
 		// with what we last did: a revision a pod uses is never deleted.
 		if err := c.cleanupHistory(ctx, ds, hp.Deletes); err != nil {
 			errs = append(errs, err)
 		}
-	} else if left := c.expectations.ExpiresIn(key); left > 0 {
-		// The watch events that satisfy expectations normally enqueue us;
-		// this makes sure a lost one cannot stall past the TTL, since the
-		// informers have no periodic resync.
+	}
+	// The informers have no periodic resync: this makes sure a lost watch
+	// event cannot stall the DaemonSet past the TTL.
+	if left := c.expectations.ExpiresIn(key); left > 0 {
 		c.queue.AddAfter(key, left)
 	}
-	// The status counts what exists even when pod writes failed.
+	// The status counts what exists even when pod writes fail.
+	podErr := c.writeFailure(key)
 	if !skipStatusAfterPodError(podErr) {
 		if err := c.writeStatus(ctx, ds, p.Status); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	idle = p.Idle && satisfied && podErr == nil
+	idle = p.Idle && podErr == nil
 	c.metrics.setDaemonSetGauges(namespace, name, p.Status.DesiredNumberScheduled, p.Status.UpdatedNumberScheduled, p.Status.NumberAvailable)
 	if p.RequeueAfter > 0 {
 		c.queue.AddAfter(key, p.RequeueAfter)

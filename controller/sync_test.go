@@ -419,9 +419,11 @@ func TestSyncStreamsCreatesAfterSlowStart(t *testing.T) {
 	}{
 		{name: "all succeed", min: 12, max: 12},
 		// Batches of 1 and 2 (calls 1-3), then the stream, 4 in flight:
-		// besides the failing 4th call at most 3 were in flight, and no
-		// more are sent once it has failed.
-		{name: "the first streamed create fails", failCall: 4, min: 4, max: 7},
+		// besides the failing 4th call, the 3 in flight beside it, and
+		// those that the successes among them let start before the
+		// failing call's goroutine has flagged the failure (3 more): no
+		// create starts after that, so at most 10 of the 12.
+		{name: "the first streamed create fails", failCall: 4, min: 4, max: 10},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ds := newDaemonSet("agent")
@@ -475,19 +477,100 @@ func TestMaxPodWritesInFlight(t *testing.T) {
 }
 
 func TestSlowStartBatches(t *testing.T) {
-	for n, want := range map[int][]int{0: nil, 1: {1}, 2: {1, 1}, 3: {1, 2}, 7: {1, 2, 4}, 10: {1, 2, 4, 3}} {
-		if diff := cmp.Diff(want, slowStartBatches(n, 1000)); diff != "" {
-			t.Errorf("slowStartBatches(%d, 1000) (-want +got):\n%s", n, diff)
+	for _, tt := range []struct {
+		n, maxBatch, first int
+		want               []int
+	}{
+		{0, 1000, 1, nil},
+		{1, 1000, 1, []int{1}},
+		{2, 1000, 1, []int{1, 1}},
+		{3, 1000, 1, []int{1, 2}},
+		{7, 1000, 1, []int{1, 2, 4}},
+		{10, 1000, 1, []int{1, 2, 4, 3}},
+		// Resumed where an earlier sync's slow start left it.
+		{10, 1000, 4, []int{4, 6}},
+		{40, 16, 8, []int{8, 16, 16}},
+		{5, 16, 64, []int{5}}, // never above maxBatch
+		{3, 1000, 0, []int{1, 2}},
+	} {
+		if diff := cmp.Diff(tt.want, slowStartBatches(tt.n, tt.maxBatch, tt.first)); diff != "" {
+			t.Errorf("slowStartBatches(%d, %d, %d) (-want +got):\n%s", tt.n, tt.maxBatch, tt.first, diff)
 		}
 	}
 	// 5000 nodes: at most 250 in flight, where the doubling alone reached 2048.
-	got := slowStartBatches(5000, DefaultMaxCreateBatch)
+	got := slowStartBatches(5000, DefaultMaxCreateBatch, 1)
 	want := []int{1, 2, 4, 8, 16, 32, 64, 128}
 	for left := 5000 - 255; left > 0; left -= 250 {
 		want = append(want, min(250, left))
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("slowStartBatches(5000, %d) (-want +got):\n%s", DefaultMaxCreateBatch, diff)
+	}
+}
+
+// A DaemonSet's creates resume the slow start where its last creates, all
+// successful, left it, for SlowStartMemory; a failure, or the DaemonSet's
+// deletion, restarts it at one.
+func TestSlowStartResumes(t *testing.T) {
+	ds := newDaemonSet("agent")
+	key := dsKey(ds)
+	objs := []runtime.Object{ds, currentRevision(t, ds)}
+	for i := range 3 { // batches 1 2
+		objs = append(objs, newNode(fmt.Sprintf("n%d", i), nil))
+	}
+	f := newFixture(t, objs, func(c *Config) { c.MaxCreateBatch = 16 })
+	failOn := ""
+	f.client.PrependReactor("create", "pods", func(a core.Action) (bool, runtime.Object, error) {
+		if targetNodeName(a.(core.CreateAction).GetObject().(*corev1.Pod)) == failOn {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("exceeded quota"))
+		}
+		return false, nil, nil
+	})
+	if got := f.c.slowStartFirst(key); got != 1 {
+		t.Fatalf("first batch before any create = %d, want 1", got)
+	}
+	if err := f.sync(key); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.c.slowStartFirst(key); got != 4 {
+		t.Errorf("after batches of 1 and 2: next first batch = %d, want 4", got)
+	}
+	f.clock.Step(SlowStartMemory + time.Second)
+	if got := f.c.slowStartFirst(key); got != 1 {
+		t.Errorf("%v after the last creates: first batch = %d, want 1", SlowStartMemory+time.Second, got)
+	}
+
+	// Resumed at 4, a batch that fails is sent whole (4 calls, one
+	// failing), and the next creates start at one.
+	f.c.rememberSlowStart(key, 2)
+	for i := 3; i < 9; i++ {
+		f.addToCache(newNode(fmt.Sprintf("n%d", i), nil))
+	}
+	f.actions()
+	failOn = "n4"
+	for _, n := range []string{"n0", "n1", "n2"} { // the first sync's pods, as the informer would hold them
+		f.addToCache(newPodFor(ds, "agent-"+n, n))
+	}
+	for _, n := range []string{"n0", "n1", "n2"} {
+		f.c.expectations.CreationObserved(key, n)
+	}
+	if err := f.sync(key); err == nil {
+		t.Fatal("sync succeeded, want the create failure on n4")
+	}
+	if got := len(filterActions(f.actions(), "create pods")); got != 4 {
+		t.Errorf("resumed batch with a failure: %d create calls, want 4 (one batch, the rest skipped)", got)
+	}
+	if got := f.c.slowStartFirst(key); got != 1 {
+		t.Errorf("after a failure: first batch = %d, want 1", got)
+	}
+
+	f.c.rememberSlowStart(key, 8)
+	if got := f.c.slowStartFirst(key); got != 16 {
+		t.Errorf("after a batch of 8 under a cap of 16: first batch = %d, want 16", got)
+	}
+	f.c.deleteDaemonSet(ds)
+	if got := f.c.slowStartFirst(key); got != 1 {
+		t.Errorf("after the DaemonSet's deletion: first batch = %d, want 1", got)
 	}
 }
 
@@ -907,6 +990,10 @@ func TestSyncExpectationsExpireWithFakeClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.actions()
+	// The sync that creates asks to be woken when its create expires.
+	if diff := cmp.Diff([]string{dsKey(ds) + " 1m0.000000001s"}, f.delayed.takeAfter()); diff != "" {
+		t.Errorf("delayed after the create (-want +got):\n%s", diff)
+	}
 	f.clock.Step(time.Minute) // exactly the TTL: still waiting
 	if err := f.sync(dsKey(ds)); err != nil {
 		t.Fatal(err)
@@ -931,7 +1018,7 @@ func TestSyncExpectationsExpireWithFakeClock(t *testing.T) {
 func TestSyncEdgeCases(t *testing.T) {
 	t.Run("missing DaemonSet is not an error", func(t *testing.T) {
 		f := newFixture(t, nil)
-		f.c.expectations.Expect("default/gone", 3, nil)
+		f.c.expectations.ExpectCreates("default/gone", "h", []string{"n1", "n2", "n3"})
 		if err := f.sync("default/gone"); err != nil {
 			t.Fatalf("sync: %v", err)
 		}
@@ -978,7 +1065,7 @@ func TestSyncReadsPodsOnlyAfterCheckingExpectations(t *testing.T) {
 	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil), newNode("n2", nil),
 		orphan(newPodFor(ds, "agent-n2", "n2"))})
 	key := dsKey(ds)
-	f.c.expectations.Expect(key, 1, nil) // an earlier sync created a pod on n1
+	f.c.expectations.ExpectCreates(key, currentHash(ds), []string{"n1"}) // an earlier sync created a pod on n1
 	inFlight := newPodFor(ds, "agent-n1", "n1")
 	var delivered atomic.Bool
 	f.client.PrependReactor("patch", "pods", func(core.Action) (bool, runtime.Object, error) {
@@ -1086,5 +1173,74 @@ func TestRevisionDataKeptPerVersion(t *testing.T) {
 	f.c.deleteDaemonSet(updated)
 	if n := len(f.c.revisionDataOf); n != 0 {
 		t.Errorf("%d revision data kept after the DaemonSet's deletion", n)
+	}
+}
+
+// A sync starts its pod writes and returns; the next sync, while they are
+// still on their way, acts on the other nodes only and reports only the
+// pods that exist.
+func TestSyncDoesNotWaitForPodWrites(t *testing.T) {
+	ds := newDaemonSet("agent")
+	key := dsKey(ds)
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil)})
+	var started []func()
+	f.c.startWrite = func(fn func()) { started = append(started, fn) } // on their way until run
+	if err := f.sync(key); err != nil {
+		t.Fatal(err)
+	}
+	if len(started) != 1 || len(filterActions(f.actions(), "create pods")) != 0 {
+		t.Fatalf("first sync: %d writes started, want 1 not yet sent", len(started))
+	}
+	f.addToCache(newNode("n2", nil)) // joins while n1's create is on its way
+	if err := f.sync(key); err != nil {
+		t.Fatal(err)
+	}
+	if len(started) != 2 {
+		t.Fatalf("second sync started %d writes in all, want 2", len(started))
+	}
+	for _, fn := range started {
+		fn()
+	}
+	var nodes []string
+	for _, a := range filterActions(f.actions(), "create pods") {
+		nodes = append(nodes, targetNodeName(a.(core.CreateAction).GetObject().(*corev1.Pod)))
+	}
+	slices.Sort(nodes)
+	if diff := cmp.Diff([]string{"n1", "n2"}, nodes); diff != "" {
+		t.Errorf("creates (-want +got):\n%s", diff)
+	}
+	if adds, _ := f.c.expectations.Pending(key); adds != 2 {
+		t.Errorf("creates in flight = %d, want 2 (neither seen yet)", adds)
+	}
+}
+
+// While a DaemonSet's writes fail, its syncs do not reset the backoff: a
+// create that a quota refuses is retried at a growing interval. Writes that
+// succeed again reset it.
+func TestFailingWritesKeepBackoff(t *testing.T) {
+	ds := newDaemonSet("agent")
+	key := dsKey(ds)
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil)})
+	refuse := true
+	f.client.PrependReactor("create", "pods", func(core.Action) (bool, runtime.Object, error) {
+		if refuse {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("exceeded quota"))
+		}
+		return false, nil, nil
+	})
+	for want := 1; want <= 3; want++ {
+		f.c.queue.Add(key) // an event, as a pod or node update
+		if !f.c.processNextWorkItem(t.Context()) {
+			t.Fatal("queue shut down")
+		}
+		if got := f.c.queue.NumRequeues(key); got != want {
+			t.Fatalf("after %d failing syncs: %d requeues with backoff, want %d", want, got, want)
+		}
+	}
+	refuse = false
+	f.c.queue.Add(key)
+	f.c.processNextWorkItem(t.Context())
+	if got := f.c.queue.NumRequeues(key); got != 0 {
+		t.Errorf("after writes succeeded: %d requeues, want 0 (backoff reset)", got)
 	}
 }

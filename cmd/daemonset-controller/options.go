@@ -114,7 +114,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.bindMode, "bind-mode", o.bindMode,
 		`How daemon pods are bound: "scheduler" pins them with node affinity (matchFields metadata.name) and kube-scheduler binds them; "direct" sets spec.nodeName.`)
 	fs.IntVar(&o.burstReplicas, "burst-replicas", o.burstReplicas,
-		"Cap on the creates and on the deletes of one sync; 0: no cap (upstream's fixed 250 slows large clusters). Creates always go in slow-start batches 1, 2, 4, ... that stop at the first failing batch.")
+		"Cap on a DaemonSet's creates, and on its deletes, in flight (sent and not yet seen); 0: no cap (upstream's fixed 250 slows large clusters). Creates always go in slow-start batches 1, 2, 4, ... that stop at the first failing batch.")
 	fs.IntVar(&o.maxCreateBatch, "max-create-batch", o.maxCreateBatch,
 		"Cap on creates in flight at once: slow-start batches double up to this size, then go on at it within the same sync.")
 	fs.IntVar(&o.maxPodWrites, "max-pod-writes-in-flight", o.maxPodWrites,
@@ -137,11 +137,11 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", o.tlsKeyFile, "PEM private key of --tls-cert-file.")
 	fs.StringSliceVar(&o.alwaysAllowPaths, "authorization-always-allow-paths", o.alwaysAllowPaths,
 		"With --secure-metrics, paths served without a token: each a path, or a prefix ending in *.")
-	fs.DurationVar(&o.expectationsTTL, "expectations-ttl", o.expectationsTTL, "How long unobserved creates and deletes hold a DaemonSet back before the controller acts anyway.")
+	fs.DurationVar(&o.expectationsTTL, "expectations-ttl", o.expectationsTTL, "How long an unobserved create or delete is counted as on its way (its node held, the rolling update's budget spent) before the controller stops waiting for it.")
 	fs.DurationVar(&o.statusInterval, "status-write-interval", o.statusInterval,
 		"Least time between two status writes of one DaemonSet that change only its counters (a new observedGeneration is written at once); 0: write at every sync that changes the status, as kube-controller-manager does.")
 	fs.DurationVar(&o.podUpdateBatch, "pod-update-batch-period", o.podUpdateBatch,
-		"Longest a DaemonSet's sync waits after an update of one of its pods (binding, phase, readiness), so that the updates that arrive meanwhile share one sync; creates, deletes and adoptions wake it at once. 0: a sync for every update, as kube-controller-manager does.")
+		"Longest a DaemonSet's sync waits after an event of one of its pods (its creation, an update, the start or the end of its deletion), so that the events that arrive meanwhile share one sync; adoptions wake it at once. 0: a sync for every event, as kube-controller-manager does.")
 	fs.BoolVar(&o.profiling, "profiling", o.profiling,
 		"Serve Go's pprof profiles under /debug/pprof/ on --metrics-bind-address (behind its token check with --secure-metrics). Off by default: the plain-HTTP port has no access control.")
 	fs.DurationVar(&o.shutdownGraceTime, "shutdown-grace-period", o.shutdownGraceTime, "How long HTTP servers get to finish requests on shutdown.")

@@ -50,9 +50,24 @@ type Input struct {
 	Pods                  []*corev1.Pod     // pods this DS controls (after adoption), any order, incl. terminating
 	Hash                  string            // current revision hash (from history)
 	ExpectationsSatisfied bool              // false: only status is computed, creates/deletes empty, observedGeneration not bumped
+	InFlight              InFlight          // the caller's writes not yet in Pods
 	Backoff               Backoff           // failed-pod backoff state, carried between syncs by the caller
 	Now                   time.Time
 }
+
+// InFlight is what the caller has written and not yet seen in Pods. The
+// plan lays it over Pods, as the pods will be once the writes are seen: a
+// create is a new pod on its node, not yet available; a deleted pod is
+// terminating. So the rolling update's budget counts them, no second pod is
+// planned beside one in flight, and the caller may plan again before its
+// writes are seen. The status counts Pods only: it reports what exists.
+type InFlight struct {
+	Creates map[string]string   // node name -> template hash of the pod created there
+	Deletes map[string]struct{} // names of pods, in the DaemonSet's namespace, being deleted
+}
+
+// Empty reports whether nothing is in flight.
+func (f InFlight) Empty() bool { return len(f.Creates) == 0 && len(f.Deletes) == 0 }
 
 // Plan is what one sync decided. Everything is sorted.
 type Plan struct {
@@ -131,6 +146,9 @@ type planner struct {
 
 	nodeEvents []nodeEvent // manage's events, until sorted by node
 	oldPods    int         // pods not terminating that run another template
+
+	inFlightPods map[*corev1.Pod]struct{} // the creates in flight, as pods
+	held         int                      // deletions of pods in flight, left for when they are seen
 }
 
 // Compute plans one sync of in.DaemonSet, following upstream's syncDaemonSet:
@@ -164,8 +182,9 @@ func Compute(in Input) Plan {
 	defer p.scratch.put()
 	p.status(&out.Status)
 	if in.ExpectationsSatisfied {
+		p.addInFlight()
 		p.manage()
-		if len(p.deletes) == 0 && ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
+		if len(p.deletes) == 0 && p.held == 0 && ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
 			p.rollingUpdate()
 		}
 		out.Status.ObservedGeneration = ds.Generation
@@ -182,8 +201,60 @@ func Compute(in Input) Plan {
 	out.Events = p.events
 	out.RequeueAfter = p.requeue
 	out.Backoff = p.backoff
-	out.Idle = in.ExpectationsSatisfied && len(out.Creates) == 0 && len(out.Deletes) == 0 && p.oldPods == 0
+	out.Idle = in.ExpectationsSatisfied && in.InFlight.Empty() && len(out.Creates) == 0 && len(out.Deletes) == 0 && p.oldPods == 0
 	return out
+}
+
+// addInFlight lays the writes in flight over the pods (see InFlight), after
+// the status has been counted. A create is not laid where its node already
+// holds a live pod of its hash: that is the pod, seen between the caller's
+// reading of its writes and of its cache. Creates for nodes that are gone
+// are left out: nothing is planned for them.
+func (p *planner) addInFlight() {
+	if len(p.in.InFlight.Deletes) > 0 {
+		for _, st := range p.order {
+			for i := range st.pods {
+				ps := &st.pods[i]
+				if _, ok := p.in.InFlight.Deletes[ps.Name]; ok && ps.Namespace == p.ds.Namespace && !ps.terminating {
+					ps.terminating = true
+					if !ps.updated {
+						p.oldPods--
+					}
+				}
+			}
+			// As newPlanner: a terminal pod being deleted is no longer the node's.
+			st.pods = slices.DeleteFunc(st.pods, func(ps podState) bool {
+				return ps.terminating && (ps.failed || ps.succeeded)
+			})
+		}
+	}
+	for node, hash := range p.in.InFlight.Creates {
+		st := p.states[node]
+		if st == nil || !st.exists || st.holdsLive(hash) {
+			continue
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace:         p.ds.Namespace,
+			Labels:            map[string]string{appsv1.DefaultDaemonSetUniqueLabelKey: hash},
+			CreationTimestamp: metav1.NewTime(p.in.Now),
+		}}
+		if p.inFlightPods == nil {
+			p.inFlightPods = make(map[*corev1.Pod]struct{}, len(p.in.InFlight.Creates))
+		}
+		p.inFlightPods[pod] = struct{}{}
+		// Unbound and the youngest: last in podLess's order, as sorted.
+		st.pods = append(st.pods, podState{Pod: pod, updated: p.updated.updated(pod)})
+	}
+}
+
+// holdsLive reports whether a pod of the hash that is not terminating is on st.
+func (st *nodeState) holdsLive(hash string) bool {
+	for _, ps := range st.pods {
+		if !ps.terminating && ps.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
+			return true
+		}
+	}
+	return false
 }
 
 // SelectsAll reports an empty selector. Validation forbids it and a nil one;
@@ -384,6 +455,10 @@ func (p *planner) create(st *nodeState) {
 }
 
 func (p *planner) delete(st *nodeState, pod *corev1.Pod, reason string) {
+	if _, ok := p.inFlightPods[pod]; ok {
+		p.held++ // not created yet: decided again once it is seen
+		return
+	}
 	p.deletes = append(p.deletes, PodDeletion{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Node: st.name, Reason: reason})
 }
 
