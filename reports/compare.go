@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 )
@@ -48,10 +49,30 @@ const CeilingNote = "Paired upstream/floor is how many times the floor upstream 
 	"it is the most any controller could beat upstream by here, since upstream/ours = (upstream/floor) ÷ (ours/floor) and ours/floor is at least 1 " +
 	"unless ours beats the harness's own pacing. A target on upstream/ours above it cannot be met on this cluster and machine."
 
+// FloorDirectNote says why ours-direct is compared with the floor too.
+const FloorDirectNote = "The floor binds its pods by spec.nodeName, as ours-direct does: ours-direct/floor compares the same binding, " +
+	"where ours/floor also counts kube-scheduler's binding of each pod (its CPU on the same machine, and a write per pod)."
+
 // CompareFloor compares the floor (A) with ours (B) for every case the floor
 // ran; it has no rows when it never did.
 func CompareFloor(r *Report, opt Options) Comparison {
-	c := compareControllers(r, opt, Comparison{Title: "ours vs the floor", ALabel: ControllerFloor, BLabel: ControllerOurs, Note: FloorNote}, ControllerFloor)
+	return compareFloor(r, opt, Comparison{Title: "ours vs the floor", ALabel: ControllerFloor, BLabel: ControllerOurs, Note: FloorNote})
+}
+
+// CompareFloorDirect compares the floor (A) with ours-direct (B) for every
+// case both ran; it has no rows when they never did.
+func CompareFloorDirect(r *Report, opt Options) Comparison {
+	c := compareFloor(r, opt, Comparison{Title: "ours-direct vs the floor", ALabel: ControllerFloor, BLabel: ControllerOursDirect,
+		Note: strings.ReplaceAll(FloorNote, "ours/floor", "ours-direct/floor") + " " + FloorDirectNote})
+	groups := Groups(r)
+	c.Rows = slices.DeleteFunc(c.Rows, func(row Row) bool { return findGroup(groups, row.Case, ControllerOursDirect) == nil })
+	return c
+}
+
+// compareFloor fills c, whose A is the floor, for every case the floor ran,
+// with upstream/floor beside each row when upstream ran too.
+func compareFloor(r *Report, opt Options, c Comparison) Comparison {
+	c = compareControllers(r, opt, c, ControllerFloor)
 	groups := Groups(r)
 	for i := range c.Rows {
 		row := &c.Rows[i]

@@ -94,3 +94,37 @@ func pairedConvergeRow(t *testing.T, rows []Row, n int) *Row {
 	t.Fatalf("no convergence row in %+v", rows)
 	return nil
 }
+
+// ours-direct, which binds by nodeName as the floor does, gets its own
+// comparison with the floor when both ran, and none otherwise.
+func TestCompareFloorDirect(t *testing.T) {
+	r := newReport([]float64{20, 22, 21, 19, 20}, []float64{30, 31, 29, 33, 30})
+	for i, v := range []float64{10, 11, 10, 9, 10} {
+		r.Runs = append(r.Runs, newRun("s", ControllerFloor, i, v))
+	}
+	r.Params.Interleaved = true
+	if rows := CompareFloorDirect(r, DefaultOptions()).Rows; len(rows) != 0 {
+		t.Fatalf("ours-direct/floor without ours-direct runs has %d rows", len(rows))
+	}
+	for i, v := range []float64{15, 16.5, 15, 13.5, 15} {
+		r.Runs = append(r.Runs, newRun("s", ControllerOursDirect, i, v))
+	}
+	if err := Validate(r); err != nil {
+		t.Fatalf("a report with ours-direct and floor runs does not validate: %v", err)
+	}
+	c := CompareFloorDirect(r, DefaultOptions())
+	conv := pairedConvergeRow(t, c.Rows, 5)
+	if conv.Ratio < 1.45 || conv.Ratio > 1.55 {
+		t.Errorf("ours-direct/floor convergence ratio %.2f, want about 1.5", conv.Ratio)
+	}
+	if conv.Ceiling == nil {
+		t.Error("no upstream/floor beside ours-direct/floor")
+	}
+	md := (&analysis{r: r, groups: Groups(r), findings: CheckInvariants(r), comparison: CompareControllers(r, DefaultOptions()),
+		floor: CompareFloor(r, DefaultOptions()), floorDirect: c}).markdown()
+	for _, want := range []string{"## ours vs the floor", "## ours-direct vs the floor", FloorDirectNote, "ours-direct/floor [CI]", "paired ours-direct/floor"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+}

@@ -21,6 +21,8 @@ type htmlPage struct {
 	Comparisons []table
 	// Floor is the ours/floor comparison, nil when the floor never ran.
 	Floor *htmlComparison
+	// FloorDirect is the ours-direct/floor comparison, nil unless both ran.
+	FloorDirect *htmlComparison
 	// Direct is the ours-direct/ours comparison, nil when ours-direct
 	// never ran.
 	Direct *htmlComparison
@@ -80,7 +82,7 @@ func (a *analysis) html() ([]byte, error) {
 		NodeNote:    strings.TrimSpace(nodeLatencyNote),
 		HarnessNote: strings.TrimSpace(harnessNote),
 	}
-	page.Floor, page.Direct, page.External = htmlComparisonOf(a.floor), htmlComparisonOf(a.direct), htmlComparisonOf(a.external)
+	page.Floor, page.FloorDirect, page.Direct, page.External = htmlComparisonOf(a.floor), htmlComparisonOf(a.floorDirect), htmlComparisonOf(a.direct), htmlComparisonOf(a.external)
 	if t, ok := a.findingsTable(); ok {
 		page.Findings = &t
 	}
@@ -129,6 +131,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(htmlFuncs).Parse(h
 <p class="notes">{{.MethodNote}}</p>
 {{range .Comparisons}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}
 {{with .Floor}}<h2>{{.Title}}</h2><p class="notes">{{.Note}}</p><p class="notes">{{.MethodNote}}</p>{{range .Tables}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}{{end}}
+{{with .FloorDirect}}<h2>{{.Title}}</h2><p class="notes">{{.Note}}</p><p class="notes">{{.MethodNote}}</p>{{range .Tables}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}{{end}}
 {{with .Direct}}<h2>{{.Title}}</h2><p class="notes">{{.Note}}</p><p class="notes">{{.MethodNote}}</p>{{range .Tables}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}{{end}}
 {{with .External}}<h2>{{.Title}}</h2><p class="notes">{{.Note}}</p><p class="notes">{{.MethodNote}}</p>{{range .Tables}}<h3>{{.Title}}</h3>{{template "table" .}}{{end}}{{end}}
 {{with .NodeTable}}<h2>Per-node latencies</h2><p class="notes">{{$.NodeNote}}</p>{{template "table" .}}{{end}}

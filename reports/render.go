@@ -46,6 +46,8 @@ type analysis struct {
 	comparison Comparison
 	// floor compares ours with the floor; no rows when it never ran.
 	floor Comparison
+	// floorDirect compares ours-direct with the floor; no rows unless both ran.
+	floorDirect Comparison
 	// direct compares ours-direct with ours; no rows when it never ran.
 	direct Comparison
 	// external shows the external controller (beside ours, if the report
@@ -56,7 +58,7 @@ type analysis struct {
 
 func analyze(r *Report, b *Baseline, opt Options) *analysis {
 	a := &analysis{r: r, groups: Groups(r), findings: CheckInvariants(r), comparison: CompareControllers(r, opt),
-		floor: CompareFloor(r, opt), direct: CompareDirect(r, opt), external: CompareExternal(r, opt)}
+		floor: CompareFloor(r, opt), floorDirect: CompareFloorDirect(r, opt), direct: CompareDirect(r, opt), external: CompareExternal(r, opt)}
 	if b != nil {
 		g := GateWith(r, b, opt)
 		a.gate = &g
@@ -396,6 +398,9 @@ func (a *analysis) markdown() string {
 	b.WriteString(a.comparison.Markdown())
 	if len(a.floor.Rows) > 0 {
 		b.WriteString(a.floor.Markdown())
+	}
+	if len(a.floorDirect.Rows) > 0 {
+		b.WriteString(a.floorDirect.Markdown())
 	}
 	if len(a.direct.Rows) > 0 {
 		b.WriteString(a.direct.Markdown())
