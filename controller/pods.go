@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/dsbench/dsbench/controller/plan"
@@ -151,6 +152,9 @@ func (c *Controller) writePods(ctx context.Context, ds *appsv1.DaemonSet, key, h
 // backoff (processNextWorkItem): a create refused by a quota is retried at
 // a growing interval, not at every sync.
 func (c *Controller) writeDone(ctx context.Context, key string, err error) {
+	if err != nil && !c.daemonSetExists(key) {
+		err = nil // gone meanwhile: nothing to retry, and nothing to keep for it
+	}
 	c.writeErrMu.Lock()
 	if err != nil {
 		c.writeErr[key] = err
@@ -162,6 +166,16 @@ func (c *Controller) writeDone(ctx context.Context, key string, err error) {
 		utilruntime.HandleErrorWithContext(ctx, err, "Writing DaemonSet pods failed, requeueing with backoff", "daemonset", key)
 		requeueAfterError(c.queue, key)
 	}
+}
+
+// daemonSetExists reports whether key's DaemonSet is in the cache.
+func (c *Controller) daemonSetExists(key string) bool {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return false
+	}
+	_, err = c.dsLister.DaemonSets(namespace).Get(name)
+	return err == nil
 }
 
 // writeFailure is the error of key's last writes, nil if they succeeded.

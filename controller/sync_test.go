@@ -1244,3 +1244,32 @@ func TestFailingWritesKeepBackoff(t *testing.T) {
 		t.Errorf("after writes succeeded: %d requeues, want 0 (backoff reset)", got)
 	}
 }
+
+// The writes of a DaemonSet deleted meanwhile leave nothing behind when they
+// fail: no error kept for its key (a new DaemonSet of the name would not get
+// its backoff reset), no requeue.
+func TestFailedWritesOfADeletedDaemonSetAreForgotten(t *testing.T) {
+	ds := newDaemonSet("agent")
+	key := dsKey(ds)
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil)})
+	var started []func()
+	f.c.startWrite = func(fn func()) { started = append(started, fn) }
+	f.client.PrependReactor("create", "pods", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("exceeded quota"))
+	})
+	if err := f.sync(key); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.factory.Apps().V1().DaemonSets().Informer().GetIndexer().Delete(ds); err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range started {
+		fn()
+	}
+	if err := f.c.writeFailure(key); err != nil {
+		t.Errorf("error kept for a deleted DaemonSet: %v", err)
+	}
+	if got := f.c.queue.NumRequeues(key); got != 0 {
+		t.Errorf("%d requeues for a deleted DaemonSet, want 0", got)
+	}
+}
