@@ -230,8 +230,10 @@ func (c *Controller) createInSlowStart(ctx context.Context, ds *appsv1.DaemonSet
 		}
 	}
 	var failed atomic.Bool
-	create := func(node string) {
-		if failed.Load() {
+	// streamed: a create of the stream, which is not sent once a failure is
+	// known; a slow-start batch is sent whole, as upstream's.
+	create := func(node string, streamed bool) {
+		if streamed && failed.Load() {
 			// Launched before the failure was known: not sent.
 			c.expectations.CreationObserved(key, node)
 			return
@@ -248,7 +250,7 @@ func (c *Controller) createInSlowStart(ctx context.Context, ds *appsv1.DaemonSet
 		}
 		var wg sync.WaitGroup
 		for _, node := range nodes[pos : pos+size] {
-			wg.Go(func() { create(node) })
+			wg.Go(func() { create(node, false) })
 		}
 		wg.Wait()
 		pos += size
@@ -273,7 +275,7 @@ func (c *Controller) createInSlowStart(ctx context.Context, ds *appsv1.DaemonSet
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			create(node)
+			create(node, true)
 		})
 	}
 	wg.Wait()

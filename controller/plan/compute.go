@@ -228,22 +228,35 @@ func (p *planner) addInFlight() {
 			})
 		}
 	}
+	// One pod per hash stands for every create of that hash: the plan only
+	// reads it, and a new DaemonSet's thousands of creates in flight would
+	// otherwise cost a pod and its labels each, at every sync until seen.
+	var byHash map[string]podState
 	for node, hash := range p.in.InFlight.Creates {
 		st := p.states[node]
 		if st == nil || !st.exists || st.holdsLive(hash) {
 			continue
 		}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-			Namespace:         p.ds.Namespace,
-			Labels:            map[string]string{appsv1.DefaultDaemonSetUniqueLabelKey: hash},
-			CreationTimestamp: metav1.NewTime(p.in.Now),
-		}}
-		if p.inFlightPods == nil {
-			p.inFlightPods = make(map[*corev1.Pod]struct{}, len(p.in.InFlight.Creates))
+		ps, ok := byHash[hash]
+		if !ok {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+				Namespace:         p.ds.Namespace,
+				Labels:            map[string]string{appsv1.DefaultDaemonSetUniqueLabelKey: hash},
+				CreationTimestamp: metav1.NewTime(p.in.Now),
+			}}
+			ps = podState{Pod: pod, updated: p.updated.updated(pod)}
+			if byHash == nil {
+				byHash = map[string]podState{}
+				p.inFlightPods = map[*corev1.Pod]struct{}{}
+			}
+			byHash[hash] = ps
+			p.inFlightPods[pod] = struct{}{}
 		}
-		p.inFlightPods[pod] = struct{}{}
+		if st.pods == nil {
+			st.pods = st.first[:0]
+		}
 		// Unbound and the youngest: last in podLess's order, as sorted.
-		st.pods = append(st.pods, podState{Pod: pod, updated: p.updated.updated(pod)})
+		st.pods = append(st.pods, ps)
 	}
 }
 

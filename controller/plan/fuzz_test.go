@@ -492,7 +492,7 @@ func BenchmarkCompute(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
 		nodes int
-	}{{"nodes=5000", 5000}, {"nodes=5000/rolling", 5000}, {"nodes=10000", 10000}, {"nodes=10000/rolling", 10000}, {"nodes=10000/shuffled", 10000}} {
+	}{{"nodes=5000", 5000}, {"nodes=5000/rolling", 5000}, {"nodes=5000/in-flight", 5000}, {"nodes=10000", 10000}, {"nodes=10000/rolling", 10000}, {"nodes=10000/shuffled", 10000}} {
 		b.Run(tc.name, func(b *testing.B) {
 			ds := newDaemonSet("ds", maxUnavailable(intstr.FromString("10%")), nodeSelector("ds", "yes"),
 				requiredTerms(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpExists}}}))
@@ -511,6 +511,14 @@ func BenchmarkCompute(b *testing.B) {
 				pods = append(pods, p)
 			}
 			in := input(ds, nodes, pods...)
+			if strings.HasSuffix(tc.name, "/in-flight") {
+				// A new DaemonSet's creates, all sent and none seen yet.
+				in.Pods = nil
+				in.InFlight.Creates = make(map[string]string, len(nodes))
+				for _, n := range nodes {
+					in.InFlight.Creates[n.Name] = curHash
+				}
+			}
 			if strings.HasSuffix(tc.name, "/shuffled") {
 				in = shuffled(in, rand.New(rand.NewSource(1)))
 			}
