@@ -174,16 +174,6 @@ func (e *Expectations) InFlight(key string) (in plan.InFlight, expired int) {
 	return in, expired
 }
 
-// Satisfied reports whether nothing is in flight for key: every write was
-// observed, failed, or is older than the TTL.
-func (e *Expectations) Satisfied(key string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.expire(key)
-	_, ok := e.m[key]
-	return !ok
-}
-
 // ExpiresIn is how long until the oldest of key's writes in flight expires;
 // 0 if none is in flight.
 func (e *Expectations) ExpiresIn(key string) time.Duration {
@@ -207,16 +197,6 @@ func (e *Expectations) ExpiresIn(key string) time.Duration {
 	}
 	// +1ns: a write expires once strictly more than the TTL has passed.
 	return max(oldest.Add(e.ttl+1).Sub(e.clock.Now()), 0)
-}
-
-// Pending returns the creates and deletes in flight for key.
-func (e *Expectations) Pending(key string) (adds, dels int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if exp, ok := e.m[key]; ok {
-		return len(exp.creates), len(exp.dels)
-	}
-	return 0, 0
 }
 
 // Delete forgets key, e.g. when its DaemonSet is gone, so that a new

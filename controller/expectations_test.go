@@ -160,3 +160,25 @@ func TestExpectationsInFlightReportsExpired(t *testing.T) {
 		t.Errorf("expired again = %d, want 0", expired)
 	}
 }
+
+// Test-only views of the expectations; the controller reads them through InFlight.
+
+// Satisfied reports whether nothing is in flight for key: every write was
+// observed, failed, or is older than the TTL.
+func (e *Expectations) Satisfied(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.expire(key)
+	_, ok := e.m[key]
+	return !ok
+}
+
+// Pending returns the creates and deletes in flight for key.
+func (e *Expectations) Pending(key string) (adds, dels int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if exp, ok := e.m[key]; ok {
+		return len(exp.creates), len(exp.dels)
+	}
+	return 0, 0
+}

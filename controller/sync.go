@@ -107,14 +107,13 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 	hash := hp.Hash
 
 	p := computePlan(key, plan.Input{
-		DaemonSet:             ds,
-		Nodes:                 nodes,
-		Pods:                  pods,
-		Hash:                  hash,
-		ExpectationsSatisfied: true,
-		InFlight:              inFlight,
-		Backoff:               c.getBackoff(key),
-		Now:                   c.clock.Now(),
+		DaemonSet: ds,
+		Nodes:     nodes,
+		Pods:      pods,
+		Hash:      hash,
+		InFlight:  inFlight,
+		Backoff:   c.getBackoff(key),
+		Now:       c.clock.Now(),
 	})
 	c.setBackoff(key, p.Backoff)
 	for _, e := range p.Events {

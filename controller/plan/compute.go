@@ -45,14 +45,13 @@ const (
 
 // Input is everything one sync of one DaemonSet decides from.
 type Input struct {
-	DaemonSet             *appsv1.DaemonSet // as stored (defaults applied by the apiserver); never mutated
-	Nodes                 []*corev1.Node    // all nodes, any order
-	Pods                  []*corev1.Pod     // pods this DS controls (after adoption), any order, incl. terminating
-	Hash                  string            // current revision hash (from history)
-	ExpectationsSatisfied bool              // false: only status is computed, creates/deletes empty, observedGeneration not bumped
-	InFlight              InFlight          // the caller's writes not yet in Pods
-	Backoff               Backoff           // failed-pod backoff state, carried between syncs by the caller
-	Now                   time.Time
+	DaemonSet *appsv1.DaemonSet // as stored (defaults applied by the apiserver); never mutated
+	Nodes     []*corev1.Node    // all nodes, any order
+	Pods      []*corev1.Pod     // pods this DS controls (after adoption), any order, incl. terminating
+	Hash      string            // current revision hash (from history)
+	InFlight  InFlight          // the caller's writes not yet in Pods
+	Backoff   Backoff           // failed-pod backoff state, carried between syncs by the caller
+	Now       time.Time
 }
 
 // InFlight is what the caller has written and not yet seen in Pods. The
@@ -77,10 +76,10 @@ type Plan struct {
 	Events       []Event                // {Type: Normal|Warning, Reason: XxxReason const, Message}
 	RequeueAfter time.Duration          // 0 = none; e.g. minReadySeconds, backoff expiry
 	Backoff      Backoff                // state out
-	// Idle: expectations were satisfied, the plan creates and deletes
-	// nothing, and every pod that is not terminating runs the current
-	// template. A pod's readiness then changes only the status, until a pod,
-	// node or DaemonSet changes otherwise: no rolling update waits on it.
+	// Idle: no writes are in flight, the plan creates and deletes nothing,
+	// and every pod that is not terminating runs the current template. A
+	// pod's readiness then changes only the status, until a pod, node or
+	// DaemonSet changes otherwise: no rolling update waits on it.
 	Idle bool
 }
 
@@ -181,14 +180,12 @@ func Compute(in Input) Plan {
 	p := newPlanner(in)
 	defer p.scratch.put()
 	p.status(&out.Status)
-	if in.ExpectationsSatisfied {
-		p.addInFlight()
-		p.manage()
-		if len(p.deletes) == 0 && p.held == 0 && ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
-			p.rollingUpdate()
-		}
-		out.Status.ObservedGeneration = ds.Generation
+	p.addInFlight()
+	p.manage()
+	if len(p.deletes) == 0 && p.held == 0 && ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
+		p.rollingUpdate()
 	}
+	out.Status.ObservedGeneration = ds.Generation
 
 	slices.Sort(p.creates)
 	out.Creates = slices.Compact(p.creates)
@@ -201,7 +198,7 @@ func Compute(in Input) Plan {
 	out.Events = p.events
 	out.RequeueAfter = p.requeue
 	out.Backoff = p.backoff
-	out.Idle = in.ExpectationsSatisfied && in.InFlight.Empty() && len(out.Creates) == 0 && len(out.Deletes) == 0 && p.oldPods == 0
+	out.Idle = in.InFlight.Empty() && len(out.Creates) == 0 && len(out.Deletes) == 0 && p.oldPods == 0
 	return out
 }
 

@@ -289,28 +289,13 @@ func TestComputeStatus(t *testing.T) {
 		CollisionCount:         ptr.To(int32(4)),
 		Conditions:             conds,
 	}
-	t.Run("expectations satisfied", func(t *testing.T) {
-		got := Compute(input(ds, nodes, pods...))
-		if diff := cmp.Diff(want, got.Status); diff != "" {
-			t.Errorf("status (-want +got):\n%s", diff)
-		}
-		if got.RequeueAfter != 6*time.Second {
-			t.Errorf("RequeueAfter = %v, want 6s (p-b becomes available)", got.RequeueAfter)
-		}
-	})
-	t.Run("expectations not satisfied", func(t *testing.T) {
-		in := input(ds, nodes, pods...)
-		in.ExpectationsSatisfied = false
-		got := Compute(in)
-		w := want
-		w.ObservedGeneration = 2
-		if diff := cmp.Diff(w, got.Status); diff != "" {
-			t.Errorf("status (-want +got):\n%s", diff)
-		}
-		if diff := cmp.Diff(summary{RequeueAfter: 6 * time.Second}, summarize(got)); diff != "" {
-			t.Errorf("plan (-want +got):\n%s", diff)
-		}
-	})
+	got := Compute(input(ds, nodes, pods...))
+	if diff := cmp.Diff(want, got.Status); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+	if got.RequeueAfter != 6*time.Second {
+		t.Errorf("RequeueAfter = %v, want 6s (p-b becomes available)", got.RequeueAfter)
+	}
 }
 
 func TestComputeSkips(t *testing.T) {
@@ -352,7 +337,7 @@ func TestComputeDoesNotMutateInput(t *testing.T) {
 	nodes := addNodes(4, cordon)
 	pods := []*corev1.Pod{newPod("b", "node-0", old), newPod("a", "node-0", old, created(t0)), newPod("c", "node-1", phase(corev1.PodFailed))}
 	in := input(ds, nodes, pods...)
-	before := Input{DaemonSet: ds.DeepCopy(), Hash: in.Hash, ExpectationsSatisfied: true, Now: t0}
+	before := Input{DaemonSet: ds.DeepCopy(), Hash: in.Hash, Now: t0}
 	for _, n := range nodes {
 		before.Nodes = append(before.Nodes, n.DeepCopy())
 	}
@@ -371,12 +356,11 @@ func TestComputeDoesNotMutateInput(t *testing.T) {
 func TestComputeIdle(t *testing.T) {
 	nodes := []*corev1.Node{newNode("a"), newNode("b")}
 	tests := []struct {
-		name string
-		ds   *appsv1.DaemonSet
-		pods []*corev1.Pod
-		// satisfied false: expectations are pending
-		pending bool
-		want    bool
+		name     string
+		ds       *appsv1.DaemonSet
+		pods     []*corev1.Pod
+		inFlight InFlight
+		want     bool
 	}{
 		{name: "every node runs a current pod", ds: newDaemonSet("ds"),
 			pods: []*corev1.Pod{newPod("p-a", "a"), newPod("p-b", "b")}, want: true},
@@ -388,7 +372,7 @@ func TestComputeIdle(t *testing.T) {
 			pods: []*corev1.Pod{newPod("p-a", "a"), newPod("p-a-old", "a", old, terminating), newPod("p-b", "b")}, want: true},
 		{name: "a node without its pod", ds: newDaemonSet("ds"),
 			pods: []*corev1.Pod{newPod("p-a", "a")}},
-		{name: "expectations pending", ds: newDaemonSet("ds"), pending: true,
+		{name: "a deletion in flight", ds: newDaemonSet("ds"), inFlight: InFlight{Deletes: map[string]struct{}{"p-x": {}}},
 			pods: []*corev1.Pod{newPod("p-a", "a"), newPod("p-b", "b")}},
 		{name: "a rollout waits on an unready pod", ds: newDaemonSet("ds"),
 			pods: []*corev1.Pod{newPod("p-a", "a", notReady), newPod("p-b", "b", old)}},
@@ -404,7 +388,7 @@ func TestComputeIdle(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := input(tt.ds, nodes, tt.pods...)
-			in.ExpectationsSatisfied = !tt.pending
+			in.InFlight = tt.inFlight
 			if got := Compute(in); got.Idle != tt.want {
 				t.Errorf("Idle = %v, want %v (plan %+v)", got.Idle, tt.want, summarize(got))
 			}

@@ -213,5 +213,5 @@ func summarize(p Plan) summary {
 }
 
 func input(ds *appsv1.DaemonSet, nodes []*corev1.Node, pods ...*corev1.Pod) Input {
-	return Input{DaemonSet: ds, Nodes: nodes, Pods: pods, Hash: curHash, ExpectationsSatisfied: true, Now: t0}
+	return Input{DaemonSet: ds, Nodes: nodes, Pods: pods, Hash: curHash, Now: t0}
 }

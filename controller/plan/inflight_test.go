@@ -226,7 +226,6 @@ func TestInFlightIsTheWorldAsSeen(t *testing.T) {
 		r.Read(b)
 		c := &choices{data: b}
 		base := scenario(c)
-		base.ExpectationsSatisfied = true
 		in := withInFlight(base, c)
 		got := Compute(in)
 		want := Compute(seen(in))

@@ -237,7 +237,7 @@ func (c *cluster) sync(hash string) Plan {
 		c.ds.Generation = int64(len(c.gens))
 		c.ds.Annotations[appsv1.DeprecatedTemplateGeneration] = fmt.Sprint(len(c.gens))
 	}
-	in := Input{DaemonSet: c.ds, Nodes: c.nodes, Pods: c.pods, Hash: hash, ExpectationsSatisfied: true, Backoff: c.backoff, Now: c.now}
+	in := Input{DaemonSet: c.ds, Nodes: c.nodes, Pods: c.pods, Hash: hash, Backoff: c.backoff, Now: c.now}
 	p := Compute(in)
 	c.backoff = p.Backoff
 	gone := map[string]bool{}
