@@ -376,6 +376,60 @@ func TestPodEventRouting(t *testing.T) {
 	}
 }
 
+// A DaemonSet whose plans take long waits longer after its pods' events:
+// PodUpdateBatchCostFactor times the moving average of its plans' time,
+// between PodUpdateBatch and maxPodUpdateBatch.
+func TestPodUpdateBatchFollowsPlanCost(t *testing.T) {
+	ds := newDaemonSet("agent")
+	owned := newPodFor(ds, "agent-a", "n1")
+	ms := time.Millisecond
+	for _, tt := range []struct {
+		name   string
+		batch  time.Duration
+		factor int
+		plans  []time.Duration // plan times noted in order
+		want   time.Duration
+	}{
+		{"no plan yet", 20 * ms, 40, nil, 20 * ms},
+		{"cheap plans keep the batch", 20 * ms, 40, []time.Duration{ms / 4}, 20 * ms},
+		{"a 2 ms plan stretches it to 80 ms", 20 * ms, 40, []time.Duration{2 * ms}, 80 * ms},
+		{"a moving average, weight 1/4", 20 * ms, 40, []time.Duration{2 * ms, 6 * ms}, 120 * ms},
+		{"at most maxPodUpdateBatch", 20 * ms, 40, []time.Duration{time.Second}, maxPodUpdateBatch},
+		{"factor 0: the batch alone", 20 * ms, 0, []time.Duration{time.Second}, 20 * ms},
+		{"batch 0: every event at once", 0, 40, []time.Duration{time.Second}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, []runtime.Object{ds}, func(c *Config) {
+				c.PodUpdateBatch, c.PodUpdateBatchCostFactor = tt.batch, tt.factor
+			})
+			for _, d := range tt.plans {
+				f.c.notePlanCost(dsKey(ds), d)
+			}
+			f.c.addPod(owned)
+			wantNow, wantAfter := []string(nil), []string{fmt.Sprintf("%s %v", dsKey(ds), tt.want)}
+			if tt.want == 0 {
+				wantNow, wantAfter = []string{dsKey(ds)}, nil
+			}
+			if diff := cmp.Diff(wantNow, f.queued(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("enqueued (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantAfter, f.delayed.takeAfter(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("delayed (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("a DaemonSet that is gone forgets its plans' time", func(t *testing.T) {
+		f := newFixture(t, nil, func(c *Config) { c.PodUpdateBatch, c.PodUpdateBatchCostFactor = 20*ms, 40 })
+		f.c.notePlanCost(dsKey(ds), 5*ms)
+		if err := f.c.syncDaemonSet(context.Background(), dsKey(ds)); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.c.podUpdateBatchOf(dsKey(ds)); got != 20*ms {
+			t.Errorf("batch after the DaemonSet is gone = %v, want 20ms", got)
+		}
+	})
+}
+
 func TestDaemonSetDeleteForgetsState(t *testing.T) {
 	ds := newDaemonSet("agent")
 	f := newFixture(t, []runtime.Object{ds})

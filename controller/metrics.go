@@ -29,6 +29,7 @@ type Metrics struct {
 	dsUpdated    *prometheus.GaugeVec
 	dsAvailable  *prometheus.GaugeVec
 	dsSyncs      *prometheus.CounterVec
+	dsBatch      *prometheus.GaugeVec
 	// statusDeferred counts status writes put off by StatusInterval.
 	statusDeferred prometheus.Counter
 	// createLimit is the adaptive limit on creates in flight.
@@ -85,6 +86,10 @@ func NewMetrics() *Metrics {
 		Namespace: ns, Name: "daemonset_syncs_total",
 		Help: "Syncs of a DaemonSet that exists; one that keeps climbing while nothing changes is a hot loop.",
 	}, dsLabels)
+	m.dsBatch = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: ns, Name: "daemonset_pod_update_batch_seconds",
+		Help: "How long the DaemonSet's sync waits after an event of one of its pods: --pod-update-batch-period, stretched to --pod-update-batch-cost-factor times its recent planning time.",
+	}, dsLabels)
 	m.statusDeferred = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: ns, Name: "status_writes_deferred_total",
 		Help: "Status writes put off because the DaemonSet's status was written less than --status-write-interval before (its counters are written with the next one).",
@@ -125,7 +130,7 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.syncDuration, m.podsCreated, m.podsDeleted, m.podErrors, m.apiRequests,
-		m.dsDesired, m.dsUpdated, m.dsAvailable, m.dsSyncs, m.statusDeferred, m.createLimit,
+		m.dsDesired, m.dsUpdated, m.dsAvailable, m.dsSyncs, m.dsBatch, m.statusDeferred, m.createLimit,
 		m.wqDepth, m.wqAdds, m.wqLatency, m.wqWork, m.wqUnfinished, m.wqLongestProc, m.wqRetries,
 	)
 	return m
@@ -150,6 +155,7 @@ func (m *Metrics) deleteDaemonSetSeries(namespace, name string) {
 	m.dsUpdated.DeleteLabelValues(namespace, name)
 	m.dsAvailable.DeleteLabelValues(namespace, name)
 	m.dsSyncs.DeleteLabelValues(namespace, name)
+	m.dsBatch.DeleteLabelValues(namespace, name)
 }
 
 // workqueueProvider adapts Metrics to workqueue.MetricsProvider; each queue

@@ -132,6 +132,7 @@ func TestSyncMetrics(t *testing.T) {
 		{"dsbench_controller_daemonset_number_available", dsLabels, 0},
 		{"dsbench_controller_pods_created_total", map[string]string{"reason": createReason}, 2},
 		{"dsbench_controller_daemonset_syncs_total", dsLabels, 1},
+		{"dsbench_controller_daemonset_pod_update_batch_seconds", dsLabels, 0}, // PodUpdateBatch 0 here
 		{"dsbench_controller_sync_duration_seconds", map[string]string{"result": "success"}, 1},
 		{"dsbench_controller_workqueue_adds_total", map[string]string{"name": "daemonset"}, 1},
 	}
@@ -148,7 +149,7 @@ func TestSyncMetrics(t *testing.T) {
 	if err := f.sync(dsKey(ds)); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"dsbench_controller_daemonset_desired_number_scheduled", "dsbench_controller_daemonset_syncs_total"} {
+	for _, name := range []string{"dsbench_controller_daemonset_desired_number_scheduled", "dsbench_controller_daemonset_syncs_total", "dsbench_controller_daemonset_pod_update_batch_seconds"} {
 		if _, ok := metricValue(t, m, name, dsLabels); ok {
 			t.Errorf("%s of a deleted DaemonSet is still exported", name)
 		}

@@ -69,6 +69,7 @@ func (c *Controller) forgetStatus(key string) {
 	delete(c.writtenStatus, key)
 	delete(c.statusWritten, key)
 	delete(c.idle, key)
+	delete(c.planCost, key)
 	c.statusMu.Unlock()
 }
 

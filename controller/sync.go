@@ -106,6 +106,7 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 	}
 	hash := hp.Hash
 
+	planStart := c.clock.Now()
 	p := computePlan(key, plan.Input{
 		DaemonSet: ds,
 		Nodes:     nodes,
@@ -115,6 +116,8 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		Backoff:   c.getBackoff(key),
 		Now:       c.clock.Now(),
 	})
+	batch := c.notePlanCost(key, c.clock.Since(planStart))
+	c.metrics.dsBatch.WithLabelValues(namespace, name).Set(batch.Seconds())
 	c.setBackoff(key, p.Backoff)
 	for _, e := range p.Events {
 		c.recorder.Event(ds, e.Type, e.Reason, e.Message)

@@ -50,11 +50,14 @@
 //	--status-write-interval 1s  least time between two status writes of one
 //	                       DaemonSet that change only its counters (a new
 //	                       observedGeneration goes at once); 0: every sync
-//	--pod-update-batch-period 20ms  longest a sync waits after an update of
-//	                       one of its pods, so that the updates meanwhile share
-//	                       it; creates and deletes wake it at once; 0: every update.
-//	                       A readiness update of a DaemonSet with nothing left
-//	                       to do waits until its status may be written again
+//	--pod-update-batch-period 20ms  longest a sync waits after an event of
+//	                       one of its pods (creation, update, deletion), so that
+//	                       the events meanwhile share it; adoptions wake it at
+//	                       once; 0: every event. A readiness update of a
+//	                       DaemonSet with nothing left to do waits until its
+//	                       status may be written again
+//	--pod-update-batch-cost-factor 40  stretch that period to this many times
+//	                       the DaemonSet's recent planning time (at most 250 ms)
 //	--profiling false      serve pprof under /debug/pprof/ on the metrics port
 //
 // Leader election (on by default, so that several replicas can run):

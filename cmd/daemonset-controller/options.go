@@ -54,6 +54,7 @@ type options struct {
 	expectationsTTL   time.Duration
 	statusInterval    time.Duration
 	podUpdateBatch    time.Duration
+	batchFactor       int
 	profiling         bool
 	shutdownGraceTime time.Duration
 }
@@ -98,6 +99,7 @@ func newOptions() *options {
 		expectationsTTL:   controller.DefaultExpectationsTTL,
 		statusInterval:    controller.DefaultStatusInterval,
 		podUpdateBatch:    controller.DefaultPodUpdateBatch,
+		batchFactor:       controller.DefaultPodUpdateBatchCostFactor,
 		shutdownGraceTime: 10 * time.Second,
 	}
 }
@@ -142,6 +144,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Least time between two status writes of one DaemonSet that change only its counters (a new observedGeneration is written at once); 0: write at every sync that changes the status, as kube-controller-manager does.")
 	fs.DurationVar(&o.podUpdateBatch, "pod-update-batch-period", o.podUpdateBatch,
 		"Longest a DaemonSet's sync waits after an event of one of its pods (its creation, an update, the start or the end of its deletion), so that the events that arrive meanwhile share one sync; adoptions wake it at once. 0: a sync for every event, as kube-controller-manager does.")
+	fs.IntVar(&o.batchFactor, "pod-update-batch-cost-factor", o.batchFactor,
+		"Stretch --pod-update-batch-period for a DaemonSet whose plans take long (many nodes) to this many times its recent planning time, at most 250 ms, so that while its pods' events stream its syncs take a bounded share of a core. 0: the period alone.")
 	fs.BoolVar(&o.profiling, "profiling", o.profiling,
 		"Serve Go's pprof profiles under /debug/pprof/ on --metrics-bind-address (behind its token check with --secure-metrics). Off by default: the plain-HTTP port has no access control.")
 	fs.DurationVar(&o.shutdownGraceTime, "shutdown-grace-period", o.shutdownGraceTime, "How long HTTP servers get to finish requests on shutdown.")
@@ -210,6 +214,9 @@ func (o *options) validate() error {
 	}
 	if o.podUpdateBatch < 0 {
 		bad("pod-update-batch-period", "must not be negative, got %v", o.podUpdateBatch)
+	}
+	if o.batchFactor < 0 {
+		bad("pod-update-batch-cost-factor", "must be 0 (off) or positive, got %d", o.batchFactor)
 	}
 	if o.shutdownGraceTime < 0 {
 		bad("shutdown-grace-period", "must not be negative, got %v", o.shutdownGraceTime)

@@ -66,6 +66,8 @@ func TestParse(t *testing.T) {
 		{args: []string{"--status-write-interval=0"}}, // a write at every sync, as upstream
 		{args: []string{"--pod-update-batch-period=-1ms"}, wantErr: "--pod-update-batch-period"},
 		{args: []string{"--pod-update-batch-period=0"}}, // a sync for every update, as upstream
+		{args: []string{"--pod-update-batch-cost-factor=-1"}, wantErr: "--pod-update-batch-cost-factor"},
+		{args: []string{"--pod-update-batch-cost-factor=0"}}, // the period alone
 		{args: []string{"--concurrent-daemonset-syncs=many"}, wantErr: "concurrent-daemonset-syncs"},
 		{args: []string{"--secure-metrics"}}, // a self-signed certificate
 		{args: []string{"--secure-metrics", "--tls-cert-file=/etc/tls/tls.crt", "--tls-private-key-file=/etc/tls/tls.key"}},

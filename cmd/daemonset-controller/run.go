@@ -53,19 +53,20 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	c, err := controller.NewController(controller.Config{
-		Client:               client,
-		Workers:              o.workers,
-		BurstReplicas:        o.burstReplicas,
-		MaxCreateBatch:       o.maxCreateBatch,
-		MaxPodWritesInFlight: o.maxPodWrites,
-		AdaptiveCreates:      o.createPacing == createPacingAdaptive,
-		BindMode:             plan.BindMode(o.bindMode),
-		Logger:               logger,
-		SyncDelay:            o.syncDelay,
-		Metrics:              metrics,
-		ExpectationsTTL:      o.expectationsTTL,
-		StatusInterval:       o.statusInterval,
-		PodUpdateBatch:       o.podUpdateBatch,
+		Client:                   client,
+		Workers:                  o.workers,
+		BurstReplicas:            o.burstReplicas,
+		MaxCreateBatch:           o.maxCreateBatch,
+		MaxPodWritesInFlight:     o.maxPodWrites,
+		AdaptiveCreates:          o.createPacing == createPacingAdaptive,
+		BindMode:                 plan.BindMode(o.bindMode),
+		Logger:                   logger,
+		SyncDelay:                o.syncDelay,
+		Metrics:                  metrics,
+		ExpectationsTTL:          o.expectationsTTL,
+		StatusInterval:           o.statusInterval,
+		PodUpdateBatch:           o.podUpdateBatch,
+		PodUpdateBatchCostFactor: o.batchFactor,
 	})
 	if err != nil {
 		return err
