@@ -60,11 +60,12 @@ const DefaultStatusInterval = time.Second
 const DefaultPodUpdateBatch = 20 * time.Millisecond
 
 // DefaultPodUpdateBatchCostFactor is the binary's
-// --pod-update-batch-cost-factor. A plan is a pass over every node and pod:
-// at 5000 nodes about 2 ms, and a sync every 20 ms while a rollout's events
-// streamed made planning most of the controller's CPU (bench/SCALE.md). 40
-// times the plan's time keeps a DaemonSet's syncs to a few percent of a core
-// at any size, and leaves 1000 nodes (plans under 0.5 ms) at 20 ms.
+// --pod-update-batch-cost-factor. A plan is a pass over every node and pod
+// (BenchmarkCompute: 0.85 ms at 5000 nodes, 1.9 ms at 10,000, on an idle
+// core), and a sync every 20 ms while a 5000-node rollout's events streamed
+// made syncing 61 % of the controller's CPU (bench/SCALE.md). 40 times the
+// plan's time bounds a DaemonSet's syncs to a small share of a core at any
+// size, and leaves the 20 ms of a DaemonSet on 1000 nodes as it was.
 const DefaultPodUpdateBatchCostFactor = 40
 
 // maxPodUpdateBatch bounds how far planning time stretches the batch
@@ -503,54 +504,61 @@ func (c *Controller) enqueuePodUpdate(ds *appsv1.DaemonSet) {
 		utilruntime.HandleError(fmt.Errorf("getting key of DaemonSet %s/%s: %w", ds.Namespace, ds.Name, err))
 		return
 	}
-	if after := c.podUpdateBatchOf(key); after > 0 {
-		c.queue.AddAfter(key, after)
-		return
-	}
-	c.queue.Add(key)
+	c.addAfter(key, c.podUpdateBatchOf(key))
 }
 
-// podUpdateBatchOf is key's batch period: PodUpdateBatch, stretched to
-// PodUpdateBatchCostFactor times its recent planning time, up to
-// maxPodUpdateBatch. 0 when PodUpdateBatch is 0.
+// addAfter adds key to the queue after the given time, at once if it is 0.
+func (c *Controller) addAfter(key string, after time.Duration) {
+	if after <= 0 {
+		c.queue.Add(key)
+		return
+	}
+	c.queue.AddAfter(key, after)
+}
+
+// podUpdateBatchOf is key's batch period (batchFor its planning time).
 func (c *Controller) podUpdateBatchOf(key string) time.Duration {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	return c.batchFor(c.planCost[key])
+}
+
+// batchFor is the batch period of a DaemonSet whose plans take cost:
+// PodUpdateBatch, stretched to PodUpdateBatchCostFactor times cost, up to
+// maxPodUpdateBatch; 0 when PodUpdateBatch is 0.
+func (c *Controller) batchFor(cost time.Duration) time.Duration {
 	if c.podUpdateBatch <= 0 {
 		return 0
 	}
-	c.statusMu.Lock()
-	cost := c.planCost[key]
-	c.statusMu.Unlock()
 	return max(c.podUpdateBatch, min(time.Duration(c.batchFactor)*cost, maxPodUpdateBatch))
 }
 
 // notePlanCost folds the time of one of key's plans into its moving average
 // (weight 1/4) and returns the batch period that follows from it.
 func (c *Controller) notePlanCost(key string, took time.Duration) time.Duration {
-	if c.batchFactor > 0 {
-		c.statusMu.Lock()
-		if old, ok := c.planCost[key]; ok {
-			c.planCost[key] = old + (took-old)/4
-		} else {
-			c.planCost[key] = took
-		}
-		c.statusMu.Unlock()
+	if c.batchFactor == 0 {
+		return c.podUpdateBatch
 	}
-	return c.podUpdateBatchOf(key)
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	cost, ok := c.planCost[key]
+	if ok {
+		cost += (took - cost) / 4
+	} else {
+		cost = took
+	}
+	c.planCost[key] = cost
+	return c.batchFor(cost)
 }
 
-// enqueueStatusUpdate wakes ds's sync for an update of one of its pods that
+// enqueueStatusUpdate wakes key's sync for an update of one of its pods that
 // can change only its status (see statusOnlyUpdate): when the status may
 // next be written, and no sooner than PodUpdateBatch. While kwok or the
 // kubelets mark thousands of pods Ready after a create, the DaemonSet then
 // syncs about once per StatusInterval instead of once per batch, and its
 // status is written no later than before.
-func (c *Controller) enqueueStatusUpdate(ds *appsv1.DaemonSet, key string) {
-	after := max(c.podUpdateBatchOf(key), c.statusWritableIn(key))
-	if after <= 0 {
-		c.enqueue(ds)
-		return
-	}
-	c.enqueueAfter(ds, after)
+func (c *Controller) enqueueStatusUpdate(key string) {
+	c.addAfter(key, max(c.podUpdateBatchOf(key), c.statusWritableIn(key)))
 }
 
 // isIdle says whether key's last sync planned an Idle plan.

@@ -214,7 +214,7 @@ func (c *Controller) updatePod(oldObj, curObj any) {
 		case refChanged:
 			c.enqueue(ds) // adopted: at once, as a create would
 		case statusOnlyUpdate(old, cur) && c.isIdle(key):
-			c.enqueueStatusUpdate(ds, key)
+			c.enqueueStatusUpdate(key)
 		default:
 			c.enqueuePodUpdate(ds)
 		}

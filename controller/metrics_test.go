@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -114,7 +115,8 @@ func TestTransportCountsRequests(t *testing.T) {
 
 func TestSyncMetrics(t *testing.T) {
 	ds := newDaemonSet("agent")
-	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil), newNode("n2", nil)})
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil), newNode("n2", nil)},
+		func(c *Config) { c.PodUpdateBatch, c.PodUpdateBatchCostFactor = 30*time.Millisecond, 40 })
 	m := f.c.Metrics()
 	f.c.enqueue(ds)
 	f.queued()
@@ -132,7 +134,7 @@ func TestSyncMetrics(t *testing.T) {
 		{"dsbench_controller_daemonset_number_available", dsLabels, 0},
 		{"dsbench_controller_pods_created_total", map[string]string{"reason": createReason}, 2},
 		{"dsbench_controller_daemonset_syncs_total", dsLabels, 1},
-		{"dsbench_controller_daemonset_pod_update_batch_seconds", dsLabels, 0}, // PodUpdateBatch 0 here
+		{"dsbench_controller_daemonset_pod_update_batch_seconds", dsLabels, 0.03}, // the fake clock makes plans free
 		{"dsbench_controller_sync_duration_seconds", map[string]string{"result": "success"}, 1},
 		{"dsbench_controller_workqueue_adds_total", map[string]string{"name": "daemonset"}, 1},
 	}
