@@ -72,3 +72,26 @@ func closedWatchesMetrics(start, end map[string]float64) []reports.ExtraMetric {
 	}
 	return out
 }
+
+// kwokWatchCounter is a cluster that can tell how many times kube-apiserver
+// has closed kwok's pod watch (kwok.Cluster, from kube-apiserver's log).
+type kwokWatchCounter interface {
+	KwokPodWatchCloses() (int, error)
+}
+
+// kwokPodWatchCloses reads the count so far; ok is false where it cannot be
+// known (a cluster not ours, an unreadable log).
+func kwokPodWatchCloses(cf ClusterFaults) (n int, ok bool) {
+	c, isCounter := cf.(kwokWatchCounter)
+	if !isCounter {
+		return 0, false
+	}
+	n, err := c.KwokPodWatchCloses()
+	return n, err == nil
+}
+
+// kwokReplaysMetric is the run's count of kwok's pod-watch replays, from
+// two readings; a log that went back (rewritten) counts none.
+func kwokReplaysMetric(start, end int) reports.ExtraMetric {
+	return reports.ExtraMetric{Name: reports.MetricKwokPodWatchReplays, Value: float64(max(end-start, 0))}
+}

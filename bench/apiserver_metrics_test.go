@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -38,5 +39,36 @@ apiserver_request_total{code="200",resource="pods",verb="WATCH"} 163
 	wantM := []reports.ExtraMetric{{Name: MetricPodWatchesClosed, Value: 12}, {Name: MetricNodeWatchesClosed, Value: 0}}
 	if diff := cmp.Diff(wantM, m); diff != "" {
 		t.Errorf("metrics (-want +got):\n%s", diff)
+	}
+}
+
+// kwokCloses plays a local cluster whose kube-apiserver log counts closes
+// of kwok's pod watch.
+type kwokCloses struct {
+	ClusterFaults
+	n   int
+	err error
+}
+
+func (k *kwokCloses) KwokPodWatchCloses() (int, error) { return k.n, k.err }
+
+func TestKwokReplays(t *testing.T) {
+	if _, ok := kwokPodWatchCloses(nil); ok {
+		t.Error("no cluster of ours: want the count unknown")
+	}
+	if _, ok := kwokPodWatchCloses(&deadComponents{}); ok {
+		t.Error("a cluster that cannot count: want the count unknown")
+	}
+	if _, ok := kwokPodWatchCloses(&kwokCloses{n: 3, err: errors.New("unreadable")}); ok {
+		t.Error("an unreadable log: want the count unknown")
+	}
+	if n, ok := kwokPodWatchCloses(&kwokCloses{n: 7}); n != 7 || !ok {
+		t.Errorf("got %d, %v; want 7, true", n, ok)
+	}
+	for _, tc := range []struct{ start, end, want int }{{5, 25, 20}, {5, 5, 0}, {25, 3, 0}} {
+		got := kwokReplaysMetric(tc.start, tc.end)
+		if want := (reports.ExtraMetric{Name: reports.MetricKwokPodWatchReplays, Value: float64(tc.want)}); got != want {
+			t.Errorf("kwokReplaysMetric(%d, %d) = %+v, want %+v", tc.start, tc.end, got, want)
+		}
 	}
 }

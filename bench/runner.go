@@ -296,6 +296,11 @@ type runState struct {
 	// as unresponsive when the run began; nil if it could not be read
 	// (a cluster that does not let the harness read /metrics).
 	closedWatchesAtStart map[string]float64
+	// kwokClosesAtStart is how many times kube-apiserver had closed kwok's
+	// pod watch when the run began; kwokClosesKnown is false where that
+	// cannot be read (a cluster not ours).
+	kwokClosesAtStart int
+	kwokClosesKnown   bool
 	// clusterRestarts are the cluster's components the supervisor started
 	// again during the run.
 	clusterRestarts []reports.ClusterRestart
@@ -308,6 +313,7 @@ func (s *runState) play(ctx context.Context) (err error) {
 	s.cpuAtStart = selfCPU()
 	mctx, mcancel := context.WithTimeout(ctx, 10*time.Second)
 	s.closedWatchesAtStart, _ = closedWatches(mctx, s.r.client)
+	s.kwokClosesAtStart, s.kwokClosesKnown = kwokPodWatchCloses(s.r.conf.ClusterFaults)
 	mcancel()
 	grace := s.r.conf.Grace
 	if grace == nil {

@@ -765,6 +765,11 @@ func (s *runState) collect(ctx context.Context) {
 		}
 		cancel()
 	}
+	if s.kwokClosesKnown {
+		if end, ok := kwokPodWatchCloses(s.r.conf.ClusterFaults); ok {
+			closed = append(closed, kwokReplaysMetric(s.kwokClosesAtStart, end))
+		}
+	}
 	s.do(func() {
 		s.run.Extra = append(s.run.Extra, closed...)
 		*s.run = s.core.Finish(*s.run, in)

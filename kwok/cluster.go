@@ -397,7 +397,10 @@ func (c *Cluster) kwokctlConfig() ([]byte, error) {
 	if !c.conf.UpstreamDaemonSetController {
 		kcmArgs = append(kcmArgs, configv1alpha1.ExtraArgs{Key: "controllers", Value: "*,-daemonset-controller"})
 	}
-	apiserverArgs := []configv1alpha1.ExtraArgs{{Key: "delete-collection-workers", Value: strconv.Itoa(DeleteCollectionWorkers)}}
+	apiserverArgs := []configv1alpha1.ExtraArgs{
+		{Key: "delete-collection-workers", Value: strconv.Itoa(DeleteCollectionWorkers)},
+		{Key: "v", Value: APIServerVerbosity}, // KwokPodWatchCloses reads its log
+	}
 	if c.conf.Audit != nil {
 		// One file for the whole cluster's life: the default rotates at
 		// 100 MB, and a reader of audit.log alone would miss the start.

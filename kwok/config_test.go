@@ -79,6 +79,11 @@ func TestKwokctlConfigTurnsBuiltinDaemonSetControllerOff(t *testing.T) {
 				t.Errorf("upstream=%v: %s runs with leader election:\n%s", upstream, comp, s)
 			}
 		}
+		// KwokPodWatchCloses reads what kube-apiserver logs only from -v=1.
+		i := slices.IndexFunc(ctl.ComponentsPatches, func(p configv1alpha1.ComponentPatches) bool { return p.Name == "kube-apiserver" })
+		if i < 0 || !slices.Contains(ctl.ComponentsPatches[i].ExtraArgs, configv1alpha1.ExtraArgs{Key: "v", Value: "1"}) {
+			t.Errorf("upstream=%v: kube-apiserver does not log the watches it closes (-v=1):\n%s", upstream, s)
+		}
 	}
 }
 

@@ -30,6 +30,7 @@ const (
 	CheckHarnessLimited      = "harness-limited"
 	CheckSimulatorStall      = "simulator-stall"
 	CheckClusterRestart      = "cluster-restart"
+	CheckKwokReplay          = "kwok-replay"
 )
 
 // Finding is one invariant that did not hold in one run.
@@ -171,6 +172,13 @@ func checkRun(run *Run) []Finding {
 	if h := run.Harness; h != nil && h.Limited {
 		add(SeverityWarn, CheckHarnessLimited, "the oracle trailed the watch events by %ss at p99 (max %ss, %d clamped): latencies include the harness's own delay",
 			fmtDecimal(h.LagP99), fmtDecimal(h.LagMax), h.Clamped)
+	}
+	for _, e := range run.Extra {
+		if e.Name == MetricKwokPodWatchReplays && e.Value > 0 {
+			n := int(e.Value)
+			add(SeverityWarn, CheckKwokReplay, "kube-apiserver closed kwok's pod watch %d %s as unresponsive, and kwok worked through every pod again each time before what changed: pods started late for the simulator's reason, latencies may be inflated",
+				n, plural(n, "time", "times"))
+		}
 	}
 	if f := run.Coverage.NodeReadyFlaps; f > 0 {
 		add(SeverityWarn, CheckNodeFlaps, "%d node readiness %s: the simulator was unstable, latencies may be inflated", f, plural(f, "flap", "flaps"))

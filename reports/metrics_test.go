@@ -211,6 +211,15 @@ func TestCheckRun(t *testing.T) {
 		}, want: []string{
 			"warn simulator-stall: kwok left 1 pod Pending on Ready nodes (longest 25.00s, 0 never started); the harness nudged each; the run is left out of the statistics but for its node joins, which all began 20s or more after the last stall ended",
 		}},
+		// kwok's replays warn and leave the run in the statistics.
+		{name: "kwok replays", mutate: func(r *Run) {
+			r.Extra = []ExtraMetric{{Name: "apiserver-pod-watches-closed", Value: 30}, {Name: MetricKwokPodWatchReplays, Value: 20}}
+		}, want: []string{
+			"warn kwok-replay: kube-apiserver closed kwok's pod watch 20 times as unresponsive, and kwok worked through every pod again each time before what changed: pods started late for the simulator's reason, latencies may be inflated",
+		}},
+		{name: "no kwok replay", mutate: func(r *Run) {
+			r.Extra = []ExtraMetric{{Name: MetricKwokPodWatchReplays, Value: 0}}
+		}},
 		{name: "coverage", mutate: func(r *Run) {
 			r.Coverage = Coverage{PodsExpected: 200, PodsObserved: 199, ObservedFraction: 0.995, NodeReadyFlaps: 3,
 				WatchGaps: []WatchGap{{Resource: "pods", Seconds: 1.25}, {Resource: "nodes", Seconds: 0.5}}}

@@ -472,6 +472,13 @@ type TimelinePoint struct {
 	Updated int       `json:"updated"`
 }
 
+// MetricKwokPodWatchReplays is the extra metric counting the times during a
+// run that kube-apiserver closed kwok's pod watch as unresponsive. kwok
+// v0.8.0 watches again from resourceVersion 0, so each close has it work
+// through every pod again before it sees what changed: pods start late for
+// a reason that is the simulator's (CheckKwokReplay).
+const MetricKwokPodWatchReplays = "kwok-pod-watch-replays"
+
 // ExtraMetric is an additional scalar measurement of a run.
 type ExtraMetric struct {
 	Name           string  `json:"name"`
