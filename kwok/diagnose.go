@@ -119,6 +119,27 @@ func lastWarnings(path string, n int) ([]string, error) {
 	return out, sc.Err()
 }
 
+// logTail returns the last n lines of the file at path, from its last
+// 64 KiB, on one line.
+func logTail(path string, n int) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	const tail = 64 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > tail {
+		if _, err := f.Seek(-tail, io.SeekEnd); err != nil {
+			return "", err
+		}
+	}
+	raw, err := io.ReadAll(f)
+	if err != nil {
+		return "", err
+	}
+	return strings.ReplaceAll(lastLines(string(raw), n), "\n", " | "), nil
+}
+
 func isWarning(l []byte) bool {
 	if len(l) > 1 && (l[0] == 'W' || l[0] == 'E') && l[1] >= '0' && l[1] <= '9' {
 		return true

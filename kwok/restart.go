@@ -269,7 +269,12 @@ func (c *Cluster) waitAPIServer(ctx context.Context, pid int) error {
 		return nil
 	}
 	if err := waitReady(ctx, client, alive); err != nil {
-		return fmt.Errorf("kube-apiserver (pid %d) did not come back: %w (log in %s)", pid, err, c.logFile(ComponentKubeAPIServer))
+		// The log goes with the cluster, which a failing test takes down.
+		tail, lerr := logTail(c.logFile(ComponentKubeAPIServer), 4)
+		if lerr != nil {
+			tail = lerr.Error()
+		}
+		return fmt.Errorf("kube-apiserver (pid %d) did not come back: %w (log in %s, ending: %s)", pid, err, c.logFile(ComponentKubeAPIServer), tail)
 	}
 	return nil
 }

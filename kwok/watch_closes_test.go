@@ -43,3 +43,18 @@ func TestKwokPodWatchCloses(t *testing.T) {
 		}
 	}
 }
+
+func TestLogTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kube-apiserver.log")
+	long := strings.Repeat("y", 70<<10)
+	if err := os.WriteFile(path, []byte(long+"\nI1 start\nE1 listen tcp :6443: bind: address already in use\nF1 exiting\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := logTail(path, 2)
+	if want := "E1 listen tcp :6443: bind: address already in use | F1 exiting"; got != want || err != nil {
+		t.Errorf("got %q, %v; want %q, nil", got, err, want)
+	}
+	if _, err := logTail(filepath.Join(t.TempDir(), "none.log"), 2); err == nil {
+		t.Error("a missing log: got no error")
+	}
+}
