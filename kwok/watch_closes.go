@@ -14,26 +14,36 @@ import (
 // closes because its reader fell behind, with the watch's selectors.
 const APIServerVerbosity = "1"
 
-// kwokPodWatchClose marks the log line of kube-apiserver closing kwok's pod
-// watch: kwok's is the only pod watch with this field selector (the
-// scheduler's selects on status.phase, the controllers' and the harness's
-// select nothing).
+// podWatchClose and kwokPodWatchField mark the log line of kube-apiserver
+// closing kwok's pod watch: kwok's is the only pod watch with this field
+// selector (the scheduler's selects on status.phase, the controllers' and
+// the harness's select nothing).
 var (
 	podWatchClose     = []byte("Forcing pods watcher close due to unresponsiveness")
 	kwokPodWatchField = []byte(`fields: "spec.nodeName!="`)
 )
 
 // KwokPodWatchCloses counts the times kube-apiserver has closed kwok's pod
-// watch as unresponsive since it started logging. kwok v0.8.0 watches again
-// from resourceVersion 0 and so works through every pod again each time
-// before it sees what changed: times measured across such a replay are
-// partly the simulator's. A log not written yet counts none.
+// watch as unresponsive in the cluster's life, in its log and in the logs
+// of the kube-apiservers that RestartAPIServer or ReviveDead replaced (kept
+// as kube-apiserver.<pid>.log), so that the count never goes back. kwok
+// v0.8.0 watches again from resourceVersion 0 and so works through every
+// pod again each time before it sees what changed: times measured across
+// such a replay are partly the simulator's.
 func (c *Cluster) KwokPodWatchCloses() (int, error) {
-	n, err := countKwokPodWatchCloses(filepath.Join(c.LogDir(), "kube-apiserver.log"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+	retired, err := filepath.Glob(filepath.Join(c.LogDir(), ComponentKubeAPIServer+".[0-9]*.log"))
+	if err != nil {
+		return 0, err
 	}
-	return n, err
+	total := 0
+	for _, path := range append(retired, c.logFile(ComponentKubeAPIServer)) {
+		n, err := countKwokPodWatchCloses(path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
 }
 
 func countKwokPodWatchCloses(path string) (int, error) {

@@ -37,6 +37,17 @@ func TestKwokPodWatchCloses(t *testing.T) {
 	if n, err := c.KwokPodWatchCloses(); n != 2 || err != nil {
 		t.Errorf("got %d, %v; want 2 (kwok's pod watch only, the last line without its newline), nil", n, err)
 	}
+	// A kube-apiserver started again writes a new log; the old one's
+	// closes still count.
+	if err := os.Rename(path, filepath.Join(c.LogDir(), "kube-apiserver.4220.log")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(kwok+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.KwokPodWatchCloses(); n != 3 || err != nil {
+		t.Errorf("after a restart: got %d, %v; want 3, nil", n, err)
+	}
 	if err := os.Chmod(path, 0); err == nil && os.Geteuid() != 0 {
 		if _, err := c.KwokPodWatchCloses(); err == nil {
 			t.Error("an unreadable log: got no error")
