@@ -211,7 +211,7 @@ func TestCheckRun(t *testing.T) {
 		}, want: []string{
 			"warn simulator-stall: kwok left 1 pod Pending on Ready nodes (longest 25.00s, 0 never started); the harness nudged each; the run is left out of the statistics but for its node joins, which all began 20s or more after the last stall ended",
 		}},
-		// kwok's replays warn and leave the run in the statistics.
+		// kwok's replays warn; unlike a stall they take no run out (RunMetrics ignores them).
 		{name: "kwok replays", mutate: func(r *Run) {
 			r.Extra = []ExtraMetric{{Name: "apiserver-pod-watches-closed", Value: 30}, {Name: MetricKwokPodWatchReplays, Value: 20}}
 		}, want: []string{
