@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/dsbench/dsbench/controller/plan"
 )
 
 // claimer adopts orphans that match a DaemonSet's selector and releases
@@ -111,8 +113,14 @@ func (m *claimer) classify(obj metav1.Object) claimAction {
 // classifyControlled is classify for an object whose ControllerRef is
 // known to point to the DaemonSet's UID.
 func (m *claimer) classifyControlled(obj metav1.Object) claimAction {
+	return m.classifyControlledMatching(m.matches(obj))
+}
+
+// classifyControlledMatching is classifyControlled for an object whose
+// labels match the selector or not.
+func (m *claimer) classifyControlledMatching(matches bool) claimAction {
 	switch {
-	case m.matches(obj):
+	case matches:
 		return claimOwned
 	case m.ds.DeletionTimestamp != nil:
 		return claimIgnore // never release while being deleted
@@ -143,43 +151,52 @@ func releasePatch(ds *appsv1.DaemonSet, uid types.UID) ([]byte, error) {
 }
 
 // claimPods appends to pods the pods the DaemonSet controls after adopting
-// and releasing; it reads only the DaemonSet's own pods and the orphans of
-// its namespace from the index. On error the caller must not act on the
-// result: a pod it failed to adopt would look like a missing pod. The
-// claimer it returns says which orphans arrived after the claim
+// and releasing, and to facts their plan.PodFacts; it reads only the
+// DaemonSet's own pods and the orphans of its namespace from the index, and
+// what it read of its own pods before from memo. On error the caller must
+// not act on the result: a pod it failed to adopt would look like a missing
+// pod. The claimer it returns says which orphans arrived after the claim
 // (orphanArrivedOn).
-func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, *claimer, error) {
+func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet, selector labels.Selector, memo *podMemo, pods []*corev1.Pod, facts []plan.PodFacts) ([]*corev1.Pod, []plan.PodFacts, *claimer, error) {
 	owned, err := c.podIndexer.ByIndex(podByOwnerIndex, ownerIndexKey(ds.Namespace, ds.UID))
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing pods of DaemonSet from cache: %w", err)
+		return nil, nil, nil, fmt.Errorf("listing pods of DaemonSet from cache: %w", err)
 	}
 	orphans, err := c.podIndexer.ByIndex(podByOwnerIndex, orphanIndexKey(ds.Namespace))
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing orphan pods from cache: %w", err)
+		return nil, nil, nil, fmt.Errorf("listing orphan pods from cache: %w", err)
 	}
 	m := newClaimer(c, ds, selector)
 	pods = slices.Grow(pods, len(owned))
+	facts = slices.Grow(facts, len(owned))
 	var errs []error
-	claim := func(pod *corev1.Pod, action claimAction) {
-		keep, err := m.claimPod(ctx, pod, action)
+	matches := func(pod *corev1.Pod) bool { return m.matches(pod) }
+	for _, obj := range owned {
+		// The owner index filed it under our UID: its ControllerRef is
+		// ours, and reading it again costs a cache miss per pod.
+		pod := obj.(*corev1.Pod)
+		e := memo.entry(pod, matches)
+		keep, err := m.claimPod(ctx, pod, m.classifyControlledMatching(e.matches))
 		if keep {
 			pods = append(pods, pod)
+			facts = append(facts, e.facts)
 		}
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	for _, obj := range owned {
-		// The owner index filed it under our UID: its ControllerRef is
-		// ours, and reading it again costs a cache miss per pod.
-		pod := obj.(*corev1.Pod)
-		claim(pod, m.classifyControlled(pod))
-	}
 	for _, obj := range orphans {
 		pod := obj.(*corev1.Pod)
-		claim(pod, m.classify(pod))
+		keep, err := m.claimPod(ctx, pod, m.classify(pod))
+		if keep {
+			pods = append(pods, pod)
+			facts = append(facts, plan.ReadPodFacts(pod))
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return pods, m, errors.Join(errs...)
+	return pods, facts, m, errors.Join(errs...)
 }
 
 // orphanArrivedOn says whether the cache now holds, on or pinned to node, an

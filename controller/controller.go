@@ -181,9 +181,10 @@ type Controller struct {
 	pendingNodes map[string]nodeChange // node name -> the states since the first unprocessed event
 
 	nodesVersion atomic.Uint64  // raised by every node event, before it is routed
-	nodesMu      sync.Mutex     // guards nodes and nodesListed
+	nodesMu      sync.Mutex     // guards nodes, nodeIndex and nodesListed
 	nodes        []*corev1.Node // the node cache at nodesListed, shared by syncs: read only
 	nodesListed  uint64         // nodesVersion when nodes was listed
+	nodeIndex    map[string]int // plan.NodeIndexOf(nodes): read only
 
 	backoffMu sync.Mutex
 	backoff   map[string]plan.Backoff // DaemonSet key -> failed-pod backoff carried between syncs
@@ -204,6 +205,9 @@ type Controller struct {
 
 	revisionDataMu sync.Mutex
 	revisionDataOf map[types.UID]keptRevisionData
+
+	podMemosMu     sync.Mutex
+	podMemos       map[string]*podMemo // by DaemonSet key
 	statusInterval time.Duration
 
 	podUpdateBatch time.Duration
@@ -285,6 +289,7 @@ func NewController(conf Config) (*Controller, error) {
 		idle:           map[string]bool{},
 		planCost:       map[string]time.Duration{},
 		revisionDataOf: map[types.UID]keptRevisionData{},
+		podMemos:       map[string]*podMemo{},
 		statusInterval: conf.StatusInterval,
 		podUpdateBatch: conf.PodUpdateBatch,
 		batchFactor:    conf.PodUpdateBatchCostFactor,

@@ -62,6 +62,7 @@ func (c *Controller) deleteDaemonSet(obj any) {
 	c.forgetBackoff(key)
 	c.rememberSlowStart(key, 0)
 	c.forgetWrites(key)
+	c.forgetPodMemo(key)
 	c.revisionDataMu.Lock()
 	delete(c.revisionDataOf, ds.UID)
 	c.revisionDataMu.Unlock()

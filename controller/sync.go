@@ -52,6 +52,7 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		c.rememberSlowStart(key, 0)
 		c.forgetWrites(key)
 		c.forgetStatus(key)
+		c.forgetPodMemo(key)
 		c.metrics.deleteDaemonSetSeries(namespace, name)
 		return nil
 	}
@@ -87,11 +88,14 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 	if expired > 0 {
 		logger.V(2).Info("Writes unobserved past the expectations TTL, acting anyway", "writes", expired)
 	}
-	nodes := c.listNodes()
+	nodes, nodeIndex := c.listIndexedNodes()
 	lists := listsPool.Get().(*syncLists)
 	defer lists.put()
-	pods, claims, err := c.claimPods(ctx, ds, selector, lists.pods[:0])
-	lists.pods = pods
+	memo := c.podMemoFor(key)
+	memo.begin(ds.UID, selector.String())
+	pods, facts, claims, err := c.claimPods(ctx, ds, selector, memo, lists.pods[:0], lists.facts[:0])
+	memo.end()
+	lists.pods, lists.facts = pods, facts
 	if err != nil {
 		return fmt.Errorf("claiming pods: %w", err)
 	}
@@ -100,17 +104,21 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		return fmt.Errorf("claiming ControllerRevisions: %w", err)
 	}
 
+	claimed := pods
 	hp, pods, err := c.syncHistory(ctx, ds, revisions, pods)
 	if err != nil {
 		return fmt.Errorf("constructing history: %w", err)
 	}
+	facts = readReplacedFacts(claimed, pods, facts)
 	hash := hp.Hash
 
 	planStart := c.clock.Now()
 	p := computePlan(key, plan.Input{
 		DaemonSet: ds,
 		Nodes:     nodes,
+		NodeIndex: nodeIndex,
 		Pods:      pods,
+		Facts:     facts,
 		Hash:      hash,
 		InFlight:  inFlight,
 		Backoff:   c.getBackoff(key),
@@ -190,26 +198,50 @@ func holdCreatesBesideOrphans(claims *claimer, p *plan.Plan) int {
 // allocated. A sync that runs between a node's arrival in the cache and its
 // event sees the nodes as they were just before, as if it had run earlier.
 func (c *Controller) listNodes() []*corev1.Node {
+	nodes, _ := c.listIndexedNodes()
+	return nodes
+}
+
+// listIndexedNodes is listNodes with plan.NodeIndexOf the list, made and
+// shared with it.
+func (c *Controller) listIndexedNodes() ([]*corev1.Node, map[string]int) {
 	version := c.nodesVersion.Load()
 	c.nodesMu.Lock()
 	defer c.nodesMu.Unlock()
 	if c.nodes != nil && c.nodesListed == version {
-		return c.nodes
+		return c.nodes, c.nodeIndex
 	}
 	objs := c.nodeStore.List()
 	nodes := make([]*corev1.Node, len(objs))
 	for i, obj := range objs {
 		nodes[i] = obj.(*corev1.Node)
 	}
-	c.nodes, c.nodesListed = nodes, version
-	return nodes
+	c.nodes, c.nodeIndex, c.nodesListed = nodes, plan.NodeIndexOf(nodes), version
+	return nodes, c.nodeIndex
 }
 
-// syncLists holds a sync's list of pods for the syncs after it: at 10k
-// nodes it is 80 KB a sync for the garbage collector. Nothing a sync leaves
-// behind (plan, backoff, status) points into it.
+// readReplacedFacts returns facts (of claimed) for pods, which history
+// may have made of claimed by replacing some pods with relabelled copies:
+// those are read again.
+func readReplacedFacts(claimed, pods []*corev1.Pod, facts []plan.PodFacts) []plan.PodFacts {
+	if len(pods) != len(claimed) {
+		return nil // the plan reads every pod
+	}
+	for i := range pods {
+		if pods[i] != claimed[i] {
+			facts[i] = plan.ReadPodFacts(pods[i])
+		}
+	}
+	return facts
+}
+
+// syncLists holds a sync's lists of pods and their facts for the syncs
+// after it: at 10k nodes they are 80 KB and 800 KB a sync for the garbage
+// collector. Nothing a sync leaves behind (plan, backoff, status) points
+// into them.
 type syncLists struct {
-	pods []*corev1.Pod
+	pods  []*corev1.Pod
+	facts []plan.PodFacts
 }
 
 var listsPool = sync.Pool{New: func() any { return new(syncLists) }}
@@ -219,6 +251,8 @@ var listsPool = sync.Pool{New: func() any { return new(syncLists) }}
 func (l *syncLists) put() {
 	clear(l.pods)
 	l.pods = l.pods[:0]
+	clear(l.facts)
+	l.facts = l.facts[:0]
 	listsPool.Put(l)
 }
 

@@ -47,11 +47,17 @@ const (
 type Input struct {
 	DaemonSet *appsv1.DaemonSet // as stored (defaults applied by the apiserver); never mutated
 	Nodes     []*corev1.Node    // all nodes, any order
-	Pods      []*corev1.Pod     // pods this DS controls (after adoption), any order, incl. terminating
-	Hash      string            // current revision hash (from history)
-	InFlight  InFlight          // the caller's writes not yet in Pods
-	Backoff   Backoff           // failed-pod backoff state, carried between syncs by the caller
-	Now       time.Time
+	// NodeIndex, when not nil, is NodeIndexOf(Nodes), kept by the caller
+	// for as long as its list of nodes; the plan never modifies it.
+	NodeIndex map[string]int
+	Pods      []*corev1.Pod // pods this DS controls (after adoption), any order, incl. terminating
+	// Facts, when its length is that of Pods, holds ReadPodFacts of each
+	// pod, kept by the caller between syncs; otherwise the plan reads them.
+	Facts    []PodFacts
+	Hash     string   // current revision hash (from history)
+	InFlight InFlight // the caller's writes not yet in Pods
+	Backoff  Backoff  // failed-pod backoff state, carried between syncs by the caller
+	Now      time.Time
 }
 
 // InFlight is what the caller has written and not yet seen in Pods. The
@@ -121,6 +127,8 @@ type podState struct {
 	failed      bool // phase Failed
 	succeeded   bool // phase Succeeded
 	terminating bool
+	bound       bool          // spec.nodeName is set
+	hash        string        // the controller-revision-hash label
 	updated     bool          // runs the current template (updatedMatcher)
 	ready       bool          // IsPodReady
 	available   bool          // ready for minReadySeconds at Now (availableIn)
@@ -134,8 +142,11 @@ type podState struct {
 // them by name (firstByName), and manage's events are sorted by node.
 type planner struct {
 	*scratch
-	in      Input
-	ds      *appsv1.DaemonSet
+	in Input
+	ds *appsv1.DaemonSet
+	// index is in.NodeIndex when it fits the nodes; the states of names
+	// only pods target are then in states.
+	index   map[string]int
 	updated updatedMatcher
 	backoff Backoff
 	creates []string
@@ -230,7 +241,7 @@ func (p *planner) addInFlight() {
 	// otherwise cost a pod and its labels each, at every sync until seen.
 	var byHash map[string]podState
 	for node, hash := range p.in.InFlight.Creates {
-		st := p.states[node]
+		st := p.state(node)
 		if st == nil || !st.exists || st.holdsLive(hash) {
 			continue
 		}
@@ -241,7 +252,7 @@ func (p *planner) addInFlight() {
 				Labels:            map[string]string{appsv1.DefaultDaemonSetUniqueLabelKey: hash},
 				CreationTimestamp: metav1.NewTime(p.in.Now),
 			}}
-			ps = podState{Pod: pod, updated: p.updated.updated(pod)}
+			ps = podState{Pod: pod, hash: hash, updated: p.updated.updated(pod)}
 			if byHash == nil {
 				byHash = map[string]podState{}
 				p.inFlightPods = map[*corev1.Pod]struct{}{}
@@ -260,7 +271,7 @@ func (p *planner) addInFlight() {
 // holdsLive reports whether a pod of the hash that is not terminating is on st.
 func (st *nodeState) holdsLive(hash string) bool {
 	for _, ps := range st.pods {
-		if !ps.terminating && ps.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == hash {
+		if !ps.terminating && ps.hash == hash {
 			return true
 		}
 	}
@@ -283,28 +294,34 @@ func newPlanner(in Input) *planner {
 		updated: newUpdatedMatcher(ds, in.Hash),
 	}
 	p.addNodes(in.Nodes)
-	for _, pod := range in.Pods {
+	kept := len(in.Facts) == len(in.Pods)
+	for i, pod := range in.Pods {
 		if pod == nil {
 			continue
 		}
-		if isTerminal(pod) && isTerminating(pod) {
+		var f PodFacts
+		if kept {
+			f = in.Facts[i]
+		} else {
+			f = ReadPodFacts(pod)
+		}
+		if (f.Failed || f.Succeeded) && f.Terminating {
 			// Kubelet or pod GC finishes these; nothing left for us to do.
 			continue
 		}
-		name, ok := TargetNodeName(pod)
-		if !ok {
+		if !f.HasNode {
 			continue // as upstream: a pod with no node target is not ours to place
 		}
-		st := p.states[name]
+		st := p.state(f.Node)
 		if st == nil {
-			st = &nodeState{name: name}
-			p.states[name] = st
+			st = &nodeState{name: f.Node}
+			p.states[f.Node] = st
 			p.order = append(p.order, st)
 		}
 		if st.pods == nil {
 			st.pods = st.first[:0]
 		}
-		ps := p.readPod(pod)
+		ps := p.readPod(pod, &f)
 		st.pods = append(st.pods, ps)
 		if !ps.terminating {
 			p.requeueAfter(ps.wait) // when a ready pod becomes available
@@ -327,7 +344,7 @@ func newPlanner(in Input) *planner {
 		}
 	}
 	p.backoff = in.Backoff.gc(in.Now, ds.Generation, func(node string) bool {
-		st := p.states[node]
+		st := p.state(node)
 		return st != nil && st.exists
 	})
 	return p
@@ -336,9 +353,11 @@ func newPlanner(in Input) *planner {
 // addNodes records every node with its eligibility. Of nodes with the same
 // name (a lister never returns them) the first counts; checking for them
 // before each insert would double the map work, so they are looked for only
-// when the map ends up smaller than the nodes.
+// when the map ends up smaller than the nodes. With the caller's NodeIndex
+// no map is built: at 5000 nodes that was a fifth of a sync.
 func (p *planner) addNodes(nodes []*corev1.Node) {
 	elig := newEligibility(p.ds)
+	indexed := p.in.NodeIndex != nil
 	for i, node := range nodes {
 		if i%readAhead == 0 {
 			p.loaded += loadNodes(nodes[i:min(i+readAhead, len(nodes))])
@@ -349,12 +368,20 @@ func (p *planner) addNodes(nodes []*corev1.Node) {
 		st := &p.slab[i]
 		st.name, st.exists = node.Name, true
 		st.shouldRun, st.shouldContinue = elig.check(node)
-		p.states[node.Name] = st
+		if !indexed {
+			p.states[node.Name] = st
+		}
 		p.order = append(p.order, st)
+	}
+	if indexed && len(p.in.NodeIndex) == len(p.order) {
+		p.index = p.in.NodeIndex
+		return
 	}
 	if len(p.states) == len(p.order) {
 		return
 	}
+	// Duplicate names, or an index that does not fit the nodes: a map of
+	// the first node of each name.
 	clear(p.states)
 	p.order = p.order[:0]
 	for i, node := range nodes {
@@ -367,6 +394,31 @@ func (p *planner) addNodes(nodes []*corev1.Node) {
 		p.states[node.Name] = &p.slab[i]
 		p.order = append(p.order, &p.slab[i])
 	}
+}
+
+// state returns the state of the node or pod target name, nil if none.
+func (p *planner) state(name string) *nodeState {
+	if p.index != nil {
+		if i, ok := p.index[name]; ok {
+			return &p.slab[i]
+		}
+	}
+	return p.states[name]
+}
+
+// NodeIndexOf maps each node's name to its position in nodes; of nodes
+// with the same name, the first.
+func NodeIndexOf(nodes []*corev1.Node) map[string]int {
+	index := make(map[string]int, len(nodes))
+	for i, node := range nodes {
+		if node == nil {
+			continue
+		}
+		if _, dup := index[node.Name]; !dup {
+			index[node.Name] = i
+		}
+	}
+	return index
 }
 
 // readAhead is how many nodes addNodes loads ahead of the one it works on.
@@ -433,15 +485,17 @@ func (s *scratch) put() {
 	scratchPool.Put(s)
 }
 
-func (p *planner) readPod(pod *corev1.Pod) podState {
-	available, wait := availableIn(pod, p.ds.Spec.MinReadySeconds, p.in.Now)
+func (p *planner) readPod(pod *corev1.Pod, f *PodFacts) podState {
+	available, wait := f.availableIn(p.ds.Spec.MinReadySeconds, p.in.Now)
 	return podState{
 		Pod:         pod,
-		failed:      pod.Status.Phase == corev1.PodFailed,
-		succeeded:   pod.Status.Phase == corev1.PodSucceeded,
-		terminating: isTerminating(pod),
-		updated:     p.updated.updated(pod),
-		ready:       IsPodReady(pod),
+		failed:      f.Failed,
+		succeeded:   f.Succeeded,
+		terminating: f.Terminating,
+		bound:       f.Bound,
+		hash:        f.Hash,
+		updated:     p.updated.updatedLabels(f.Hash, f.Generation),
+		ready:       f.Ready,
 		available:   available,
 		wait:        wait,
 	}
@@ -485,7 +539,7 @@ func (p *planner) manage() {
 			// server that the node is gone: our cache may be older than a
 			// node that was re-created, or than one a kubelet re-registered.
 			for _, pod := range st.pods {
-				if !pod.terminating && pod.Spec.NodeName == "" {
+				if !pod.terminating && !pod.bound {
 					p.delete(st, pod.Pod, NodeNotFoundReason)
 				}
 			}
@@ -562,7 +616,7 @@ func (p *planner) manageRunning(st *nodeState, surge bool) {
 	// upstream tells them apart by the hash label alone here.
 	var oldestNew, oldestOld *podState
 	for _, pod := range running {
-		if pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == p.in.Hash {
+		if pod.hash == p.in.Hash {
 			if oldestNew == nil {
 				oldestNew = pod
 				continue

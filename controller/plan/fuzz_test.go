@@ -146,6 +146,18 @@ func shuffled(in Input, r *rand.Rand) Input {
 	return out
 }
 
+// withKept returns in with the Facts and NodeIndex a caller would keep.
+func withKept(in Input) Input {
+	in.Facts = make([]PodFacts, len(in.Pods))
+	for i, pod := range in.Pods {
+		if pod != nil {
+			in.Facts[i] = ReadPodFacts(pod)
+		}
+	}
+	in.NodeIndex = NodeIndexOf(in.Nodes)
+	return in
+}
+
 // checkInvariants checks a plan against rules derived independently of the
 // planner's code paths.
 func checkInvariants(t *testing.T, in Input, p Plan) {
@@ -366,6 +378,14 @@ func FuzzComputeInvariants(f *testing.F) {
 		p3 := Compute(shuffled(in, rand.New(rand.NewSource(seed))))
 		if diff := cmp.Diff(p1, p3); diff != "" {
 			t.Fatalf("Compute depends on input order (-sorted +shuffled):\n%s", diff)
+		}
+		// What a caller keeps between syncs changes nothing: the facts of
+		// each pod and the index of the nodes, also of shuffled input.
+		if diff := cmp.Diff(p1, Compute(withKept(in))); diff != "" {
+			t.Fatalf("Compute with kept facts and node index differs (-read +kept):\n%s", diff)
+		}
+		if diff := cmp.Diff(p1, Compute(withKept(shuffled(in, rand.New(rand.NewSource(seed+1)))))); diff != "" {
+			t.Fatalf("Compute with kept facts and node index of shuffled input differs (-read +kept):\n%s", diff)
 		}
 	})
 }

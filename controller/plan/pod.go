@@ -171,10 +171,16 @@ func newUpdatedMatcher(ds *appsv1.DaemonSet, hash string) updatedMatcher {
 }
 
 func (m updatedMatcher) updated(pod *corev1.Pod) bool {
-	if m.hash != "" && pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == m.hash {
+	return m.updatedLabels(pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey], pod.Labels[TemplateGenerationLabelKey])
+}
+
+// updatedLabels is updated for a pod whose hash and template-generation
+// labels are hash and gen ("" when absent).
+func (m updatedMatcher) updatedLabels(hash, gen string) bool {
+	if m.hash != "" && hash == m.hash {
 		return true
 	}
-	return m.hasGen && pod.Labels[TemplateGenerationLabelKey] == m.gen
+	return m.hasGen && gen == m.gen
 }
 
 func isTerminating(pod *corev1.Pod) bool { return pod.DeletionTimestamp != nil }
@@ -198,23 +204,69 @@ func IsPodReady(pod *corev1.Pod) bool {
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
+// PodFacts is what a plan reads of a pod. They depend on the pod object
+// alone: a caller that keeps them per object (an informer replaces a pod's
+// object when the pod changes and never modifies it) spares each sync the
+// cache misses of reading every pod again (Input.Facts).
+type PodFacts struct {
+	Node        string // TargetNodeName; "" with HasNode false
+	HasNode     bool
+	Bound       bool // spec.nodeName is set
+	Failed      bool // phase Failed
+	Succeeded   bool // phase Succeeded
+	Terminating bool // deletionTimestamp is set
+	Ready       bool // the Ready condition is True
+	// ReadySince is the Ready condition's lastTransitionTime (zero when
+	// not ready or unset).
+	ReadySince time.Time
+	Hash       string // the controller-revision-hash label, "" when absent
+	Generation string // the pod-template-generation label, "" when absent
+}
+
+// ReadPodFacts reads pod's facts.
+func ReadPodFacts(pod *corev1.Pod) PodFacts {
+	node, hasNode := TargetNodeName(pod)
+	f := PodFacts{
+		Node:        node,
+		HasNode:     hasNode,
+		Bound:       pod.Spec.NodeName != "",
+		Failed:      pod.Status.Phase == corev1.PodFailed,
+		Succeeded:   pod.Status.Phase == corev1.PodSucceeded,
+		Terminating: isTerminating(pod),
+		Hash:        pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey],
+		Generation:  pod.Labels[TemplateGenerationLabelKey],
+	}
+	if c := readyCondition(pod); c != nil && c.Status == corev1.ConditionTrue {
+		f.Ready, f.ReadySince = true, c.LastTransitionTime.Time
+	}
+	return f
+}
+
 // availableIn says whether pod is available at now (ready for minReadySeconds)
 // and, if it is ready but not yet available, how long until it will be. A
 // ready pod without a transition time never becomes available (as upstream);
 // it is re-checked after minReadySeconds.
 func availableIn(pod *corev1.Pod, minReadySeconds int32, now time.Time) (available bool, wait time.Duration) {
-	c := readyCondition(pod)
-	if c == nil || c.Status != corev1.ConditionTrue {
+	f := PodFacts{}
+	if c := readyCondition(pod); c != nil && c.Status == corev1.ConditionTrue {
+		f.Ready, f.ReadySince = true, c.LastTransitionTime.Time
+	}
+	return f.availableIn(minReadySeconds, now)
+}
+
+// availableIn is availableIn for the pod f was read from.
+func (f *PodFacts) availableIn(minReadySeconds int32, now time.Time) (available bool, wait time.Duration) {
+	if !f.Ready {
 		return false, 0
 	}
 	if minReadySeconds <= 0 {
 		return true, 0
 	}
 	d := time.Duration(minReadySeconds) * time.Second
-	if c.LastTransitionTime.IsZero() {
+	if f.ReadySince.IsZero() {
 		return false, d
 	}
-	at := c.LastTransitionTime.Add(d)
+	at := f.ReadySince.Add(d)
 	if !at.After(now) {
 		return true, 0
 	}

@@ -217,3 +217,56 @@ func TestAvailableIn(t *testing.T) {
 		})
 	}
 }
+
+func TestReadPodFacts(t *testing.T) {
+	since := t0.Add(-time.Minute)
+	noTarget := newPod("p", "")
+	noTarget.Labels = nil
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want PodFacts
+	}{
+		{"bound, ready", newPod("p", "n1", ready(since)),
+			PodFacts{Node: "n1", HasNode: true, Bound: true, Ready: true, ReadySince: since, Hash: curHash}},
+		{"pinned, not ready, old, by generation", newPod("p", "n1", pinned, notReady, old, func(p *corev1.Pod) { p.Labels[TemplateGenerationLabelKey] = "3" }),
+			PodFacts{Node: "n1", HasNode: true, Hash: oldHash, Generation: "3"}},
+		{"no target, no labels", noTarget, PodFacts{Ready: true, ReadySince: t0.Add(-time.Hour)}},
+		{"failed and terminating", newPod("p", "n1", phase(corev1.PodFailed), terminating),
+			PodFacts{Node: "n1", HasNode: true, Bound: true, Failed: true, Terminating: true, Hash: curHash}},
+		{"succeeded", newPod("p", "n1", phase(corev1.PodSucceeded)),
+			PodFacts{Node: "n1", HasNode: true, Bound: true, Succeeded: true, Hash: curHash}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, ReadPodFacts(tt.pod)); diff != "" {
+				t.Errorf("ReadPodFacts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNodeIndexOfKeepsTheFirstOfAName(t *testing.T) {
+	nodes := []*corev1.Node{newNode("a"), nil, newNode("b"), newNode("a")}
+	want := map[string]int{"a": 0, "b": 2}
+	if diff := cmp.Diff(want, NodeIndexOf(nodes)); diff != "" {
+		t.Errorf("NodeIndexOf (-want +got):\n%s", diff)
+	}
+}
+
+// An index that does not fit the nodes (duplicate names) is not used: the
+// first node of a name counts, as without one.
+func TestComputeWithNodeIndexOfDuplicateNames(t *testing.T) {
+	ds := newDaemonSet("ds")
+	nodes := []*corev1.Node{newNode("n1"), newNode("n1", cordon), newNode("n2")}
+	in := input(ds, nodes, newPod("p1", "n1"))
+	want := Compute(in)
+	in.NodeIndex = NodeIndexOf(nodes)
+	if diff := cmp.Diff(want, Compute(in)); diff != "" {
+		t.Errorf("with index (-without +with):\n%s", diff)
+	}
+	in.Facts = []PodFacts{{}, {}} // not one per pod: read again
+	if diff := cmp.Diff(want, Compute(in)); diff != "" {
+		t.Errorf("with facts of the wrong length (-without +with):\n%s", diff)
+	}
+}
