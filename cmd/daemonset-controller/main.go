@@ -56,7 +56,7 @@
 //	                       once; 0: every event. A readiness update of a
 //	                       DaemonSet with nothing left to do waits until its
 //	                       status may be written again
-//	--pod-update-batch-cost-factor 40  stretch that period to this many times
+//	--pod-update-batch-cost-factor 80  stretch that period to this many times
 //	                       the DaemonSet's recent planning time (at most 250 ms)
 //	--profiling false      serve pprof under /debug/pprof/ on the metrics port
 //
