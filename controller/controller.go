@@ -67,10 +67,10 @@ const DefaultPodUpdateBatch = 20 * time.Millisecond
 // the plan's time bounds a DaemonSet's syncs to a small share of a core at
 // any size. It was 40 until a sync read each pod object once (podMemo),
 // which halved the plans' time and so the period at 5000 nodes, for the
-// same CPU; 80 keeps the period of before with the cheaper syncs: 0.44 of
+// same CPU; 80 keeps the period of before with the cheaper syncs: 0.46 of
 // upstream's CPU instead of 0.56 at 5000 nodes, replacements no slower
-// (bench/SCALE.md, "Reading each pod once"). At 1000 nodes the period stays
-// near its 20 ms.
+// (bench/SCALE.md, "Reading each pod once"). At 1000 nodes the period
+// measured 34 ms at the median.
 const DefaultPodUpdateBatchCostFactor = 80
 
 // maxPodUpdateBatch bounds how far planning time stretches the batch
