@@ -211,8 +211,9 @@ type Controller struct {
 	revisionDataMu sync.Mutex
 	revisionDataOf map[types.UID]keptRevisionData
 
-	podMemosMu     sync.Mutex
-	podMemos       map[string]*podMemo // by DaemonSet key
+	podMemosMu sync.Mutex
+	podMemos   map[string]*podMemo // by DaemonSet key
+
 	statusInterval time.Duration
 
 	podUpdateBatch time.Duration

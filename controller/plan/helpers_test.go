@@ -215,3 +215,13 @@ func summarize(p Plan) summary {
 func input(ds *appsv1.DaemonSet, nodes []*corev1.Node, pods ...*corev1.Pod) Input {
 	return Input{DaemonSet: ds, Nodes: nodes, Pods: pods, Hash: curHash, Now: t0}
 }
+
+func isTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
+}
+
+// availableIn is PodFacts.availableIn of pod.
+func availableIn(pod *corev1.Pod, minReadySeconds int32, now time.Time) (available bool, wait time.Duration) {
+	f := ReadPodFacts(pod)
+	return f.availableIn(minReadySeconds, now)
+}

@@ -185,10 +185,6 @@ func (m updatedMatcher) updatedLabels(hash, gen string) bool {
 
 func isTerminating(pod *corev1.Pod) bool { return pod.DeletionTimestamp != nil }
 
-func isTerminal(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
-}
-
 func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == corev1.PodReady {
@@ -242,19 +238,10 @@ func ReadPodFacts(pod *corev1.Pod) PodFacts {
 	return f
 }
 
-// availableIn says whether pod is available at now (ready for minReadySeconds)
-// and, if it is ready but not yet available, how long until it will be. A
-// ready pod without a transition time never becomes available (as upstream);
-// it is re-checked after minReadySeconds.
-func availableIn(pod *corev1.Pod, minReadySeconds int32, now time.Time) (available bool, wait time.Duration) {
-	f := PodFacts{}
-	if c := readyCondition(pod); c != nil && c.Status == corev1.ConditionTrue {
-		f.Ready, f.ReadySince = true, c.LastTransitionTime.Time
-	}
-	return f.availableIn(minReadySeconds, now)
-}
-
-// availableIn is availableIn for the pod f was read from.
+// availableIn says whether the pod f was read from is available at now
+// (ready for minReadySeconds) and, if it is ready but not yet, how long
+// until it will be. A ready pod without a transition time never becomes
+// available (as upstream); it is re-checked after minReadySeconds.
 func (f *PodFacts) availableIn(minReadySeconds int32, now time.Time) (available bool, wait time.Duration) {
 	if !f.Ready {
 		return false, 0
