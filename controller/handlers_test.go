@@ -449,15 +449,15 @@ func TestNodeListFollowsNodeEvents(t *testing.T) {
 	n1 := newNode("n1", nil)
 	f := newFixture(t, []runtime.Object{n1})
 	store := f.factory.Core().V1().Nodes().Informer().GetIndexer()
-	n1 = f.c.listNodes()[0]
+	n1 = f.c.nodesOnly()[0]
 	listed := func() map[string]*corev1.Node {
 		out := map[string]*corev1.Node{}
-		for _, n := range f.c.listNodes() {
+		for _, n := range f.c.nodesOnly() {
 			out[n.Name] = n
 		}
 		return out
 	}
-	if first, again := f.c.listNodes(), f.c.listNodes(); &first[0] != &again[0] {
+	if first, again := f.c.nodesOnly(), f.c.nodesOnly(); &first[0] != &again[0] {
 		t.Error("the nodes were listed again without a node event")
 	}
 

@@ -10,10 +10,11 @@ import (
 // podMemo keeps, per pod object, what a DaemonSet's syncs read of it:
 // whether its labels match the selector, and its plan.PodFacts. An informer
 // replaces a pod's object when the pod changes and never modifies one, so
-// an entry holds as long as its object. At 5000 nodes, reading every pod's
-// labels and conditions again at each sync was over half of the
-// controller's CPU, most of it in cache misses: the entries are a few
-// hundred kilobytes, the pods tens of megabytes.
+// an entry holds as long as its object. At 5000 nodes the passes that read
+// every pod's labels and conditions again at each sync (planning and
+// claiming) were over half of the controller's CPU, much of it in cache
+// misses: the entries are a few hundred kilobytes, the pods tens of
+// megabytes.
 //
 // The syncs of one DaemonSet never run at once (the work queue hands a key
 // to one worker at a time), so a memo needs no lock.

@@ -88,7 +88,7 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 	if expired > 0 {
 		logger.V(2).Info("Writes unobserved past the expectations TTL, acting anyway", "writes", expired)
 	}
-	nodes, nodeIndex := c.listIndexedNodes()
+	nodes, nodeIndex := c.listNodes()
 	lists := listsPool.Get().(*syncLists)
 	defer lists.put()
 	memo := c.podMemoFor(key)
@@ -197,14 +197,8 @@ func holdCreatesBesideOrphans(claims *claimer, p *plan.Plan) int {
 // in between: at 10k nodes, a list for every sync was most of what a sync
 // allocated. A sync that runs between a node's arrival in the cache and its
 // event sees the nodes as they were just before, as if it had run earlier.
-func (c *Controller) listNodes() []*corev1.Node {
-	nodes, _ := c.listIndexedNodes()
-	return nodes
-}
-
-// listIndexedNodes is listNodes with plan.NodeIndexOf the list, made and
-// shared with it.
-func (c *Controller) listIndexedNodes() ([]*corev1.Node, map[string]int) {
+// The list comes with plan.NodeIndexOf it, made and shared with it.
+func (c *Controller) listNodes() ([]*corev1.Node, map[string]int) {
 	version := c.nodesVersion.Load()
 	c.nodesMu.Lock()
 	defer c.nodesMu.Unlock()
