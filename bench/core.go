@@ -668,12 +668,20 @@ func (c *Core) Finish(run reports.Run, in FinishInput) reports.Run {
 			run.PodGCWaits = append(run.PodGCWaits, reports.NodeLatency{Node: w.Node, Seconds: w.PodsGone.Sub(w.NodeDeleted).Seconds()})
 		}
 	}
+	// Every join is accounted for: measured, ended by its node or
+	// DaemonSet going first, or unmeasured, which the report makes a finding.
 	for _, j := range c.checker.NodeJoins() {
-		if j.PodReady.IsZero() {
-			continue
+		switch {
+		case j.Measured():
+			run.NodeJoins = append(run.NodeJoins, reports.NodeLatency{Node: j.Node, Seconds: j.Latency().Seconds(), Start: j.MustRun})
+			run.NodeEligible = append(run.NodeEligible, reports.NodeLatency{Node: j.Node, Seconds: j.ClusterShare().Seconds(), Start: j.NodeAdded})
+		case j.EndedBy != "":
+			run.NodeJoinsEnded++
+		default:
+			run.NodeJoinsUnmeasured = append(run.NodeJoinsUnmeasured, reports.UnmeasuredJoin{
+				DaemonSet: j.DaemonSet, Node: j.Node, Eligible: !j.MustRun.IsZero(), PodCreated: !j.PodCreated.IsZero(), PodReady: !j.PodReady.IsZero(),
+			})
 		}
-		run.NodeJoins = append(run.NodeJoins, reports.NodeLatency{Node: j.Node, Seconds: j.Latency().Seconds(), Start: j.MustRun})
-		run.NodeEligible = append(run.NodeEligible, reports.NodeLatency{Node: j.Node, Seconds: j.ClusterShare().Seconds(), Start: j.NodeAdded})
 	}
 	keys := make([]string, 0, len(c.timeline))
 	for k := range c.timeline {

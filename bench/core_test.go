@@ -48,7 +48,8 @@ var update = flag.Bool("update", false, "rewrite the expected output in testdata
 //	    N add|update|delete node NAME [notready] [taint=key:Effect] [cordoned]
 //	    N add|update|delete ds NAME [gen=G] [maxUnavailable=M]
 //	    N add|update|delete pod NAME ds=D node=N [gen=G] [ready] [terminating] [failed]
-//	    (each event is stamped N; arrived=M says when the Core got it)
+//	    (each event is stamped N; arrived=M says when the Core got it;
+//	    rv=R gives its resourceVersion, by default one more than the last)
 //	advance t=N [queued]     one Tick; queued: events still wait
 //	wait [ds=NAME,...]       one poll of waitConverged
 //	wait-timeout name=S timeout=D deadline=N [ds=NAME,...]
@@ -418,11 +419,17 @@ func (d *driver) event(line string) string {
 		arrived = d.at(v)
 	}
 	d.rv++
+	rv := d.rv
+	if v := a["rv"]; v != "" {
+		// etcd's order where the watches deliver in another one.
+		rv, _ = strconv.Atoi(v)
+		d.rv = max(d.rv, rv)
+	}
 	meta := func(key string) metav1.ObjectMeta {
 		if _, ok := d.created[key]; !ok {
 			d.created[key] = stamp
 		}
-		return metav1.ObjectMeta{ResourceVersion: strconv.Itoa(d.rv), CreationTimestamp: metav1.NewTime(d.created[key])}
+		return metav1.ObjectMeta{ResourceVersion: strconv.Itoa(rv), CreationTimestamp: metav1.NewTime(d.created[key])}
 	}
 	var obj runtime.Object
 	name := f[3]
@@ -580,8 +587,14 @@ func describeRun(r reports.Run) string {
 	for _, av := range r.Availability {
 		p("availability %s step=%q peak=%d allowed=%d expected=%v", av.DaemonSet, av.Step, av.PeakUnavailable, av.AllowedUnavailable, av.Expected)
 	}
-	for _, j := range r.NodeJoins {
-		p("node join %s %gs", j.Node, j.Seconds)
+	for i, j := range r.NodeJoins {
+		p("node join %s %gs, eligible at %s after %gs", j.Node, j.Seconds, rel(j.Start), r.NodeEligible[i].Seconds)
+	}
+	if r.NodeJoinsEnded > 0 {
+		p("node joins ended before measured %d", r.NodeJoinsEnded)
+	}
+	for _, j := range r.NodeJoinsUnmeasured {
+		p("node join unmeasured %s %s eligible=%v pod=%v ready=%v", j.DaemonSet, j.Node, j.Eligible, j.PodCreated, j.PodReady)
 	}
 	for _, g := range r.PodGCWaits {
 		p("pod GC wait %s %gs", g.Node, g.Seconds)

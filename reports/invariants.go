@@ -31,6 +31,7 @@ const (
 	CheckSimulatorStall      = "simulator-stall"
 	CheckClusterRestart      = "cluster-restart"
 	CheckKwokReplay          = "kwok-replay"
+	CheckJoinUnmeasured      = "join-unmeasured"
 )
 
 // Finding is one invariant that did not hold in one run.
@@ -89,6 +90,7 @@ func checkRun(run *Run) []Finding {
 			add(SeverityFail, CheckRolloutIncomplete, "rollout of %s in step %q did not complete", ro.DaemonSet, ro.Step)
 		}
 	}
+	out = append(out, checkJoinsMeasured(run)...)
 	if n := unexpectedViolations(run); n > 0 {
 		kinds := map[string]int{}
 		var first *Violation
@@ -183,6 +185,56 @@ func checkRun(run *Run) []Finding {
 	if f := run.Coverage.NodeReadyFlaps; f > 0 {
 		add(SeverityWarn, CheckNodeFlaps, "%d node readiness %s: the simulator was unstable, latencies may be inflated", f, plural(f, "flap", "flaps"))
 	}
+	return out
+}
+
+// checkJoinsMeasured fails a run with joins it did not measure while node
+// and DaemonSet were still there: the join percentiles would leave them out
+// unsaid. A pod that never started on a node where kwok left a pod Pending
+// to the end is the simulator's (a warning, the run is already left out of
+// the statistics); a missing pod, or a Ready pod on a node never eligible,
+// never is.
+func checkJoinsMeasured(run *Run) []Finding {
+	if len(run.NodeJoinsUnmeasured) == 0 {
+		return nil
+	}
+	stalled := map[string]bool{}
+	for _, st := range run.SimulatorStalls {
+		if st.Open {
+			stalled[st.Node] = true
+		}
+	}
+	var fail, warn []string
+	for _, j := range run.NodeJoinsUnmeasured {
+		switch {
+		case !j.Eligible:
+			fail = append(fail, j.Node+" (a Ready pod, never eligible)")
+		case !j.PodCreated:
+			fail = append(fail, j.Node+" (eligible, no pod)")
+		case stalled[j.Node]:
+			warn = append(warn, j.Node+" (eligible, pod never started by kwok)")
+		default:
+			fail = append(fail, j.Node+" (eligible, pod never Ready)")
+		}
+	}
+	total := len(run.NodeJoins) + run.NodeJoinsEnded + len(run.NodeJoinsUnmeasured)
+	var out []Finding
+	add := func(sev Severity, nodes []string, why string) {
+		if len(nodes) == 0 {
+			return
+		}
+		const shown = 5
+		list := strings.Join(nodes[:min(shown, len(nodes))], ", ")
+		if len(nodes) > shown {
+			list += fmt.Sprintf(" and %d more", len(nodes)-shown)
+		}
+		out = append(out, Finding{
+			Severity: sev, Check: CheckJoinUnmeasured, Scenario: run.Scenario, Nodes: run.Nodes, Controller: run.Controller, Repetition: run.Repetition,
+			Detail: fmt.Sprintf("%d of %d node joins have no latency while node and DaemonSet remained: %s; %s", len(nodes), total, list, why),
+		})
+	}
+	add(SeverityFail, fail, "the node join percentiles leave them out")
+	add(SeverityWarn, warn, "the simulator's, and the run is left out of the statistics")
 	return out
 }
 

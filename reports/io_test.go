@@ -93,6 +93,8 @@ func TestValidate(t *testing.T) {
 		{name: "failed without error", mutate: func(r *Report) { r.Runs[0].Outcome = OutcomeFailed }, want: "outcome failed without error"},
 		{name: "NaN seconds", mutate: func(r *Report) { r.Runs[0].Steps[0].Seconds = math.NaN() }, want: "step create: seconds NaN"},
 		{name: "negative latency", mutate: func(r *Report) { r.Runs[0].NodeJoins = []NodeLatency{{Node: "n", Seconds: -1}} }, want: "node join n"},
+		{name: "negative joins ended", mutate: func(r *Report) { r.Runs[0].NodeJoinsEnded = -1 }, want: "negative nodeJoinsEnded -1"},
+		{name: "unmeasured join of no node", mutate: func(r *Report) { r.Runs[0].NodeJoinsUnmeasured = []UnmeasuredJoin{{Eligible: true}} }, want: "an unmeasured node join without a node"},
 		{name: "coverage > 1", mutate: func(r *Report) { r.Runs[0].Coverage.ObservedFraction = 1.5 }, want: "observedFraction 1.5"},
 		{name: "cluster restart", mutate: func(r *Report) { r.Runs[0].ClusterRestarts = []ClusterRestart{{Component: "kube-scheduler"}} }},
 		{name: "cluster restart of nothing", mutate: func(r *Report) { r.Runs[0].ClusterRestarts = []ClusterRestart{{}} }, want: "a restart without a component"},

@@ -248,6 +248,25 @@ func replacementPart(g *Group, part func(Replacement) float64) []float64 {
 	return xs
 }
 
+// joinAccount says, for the runs whose joins g pools, how many joins were
+// not measured: ended by their node or DaemonSet going first, or left
+// unmeasured (a finding). "" when every join was measured.
+func joinAccount(g *Group) string {
+	var measured, ended, unmeasured int
+	for _, run := range g.Runs {
+		if run.OK() && len(run.ClusterRestarts) == 0 {
+			measured += len(run.NodeJoins)
+			ended += run.NodeJoinsEnded
+			unmeasured += len(run.NodeJoinsUnmeasured)
+		}
+	}
+	if ended+unmeasured == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s %s: %d of %d joins measured; %d ended by their node or DaemonSet going first, %d unmeasured (see the findings).",
+		g.Case, g.Controller, measured, measured+ended+unmeasured, ended, unmeasured)
+}
+
 func (a *analysis) nodeLatencyTable() (table, bool) {
 	t := table{
 		Header: []string{"case", "latency", "controller", "n", "median", "p90", "p99", "max"},
@@ -264,7 +283,14 @@ func (a *analysis) nodeLatencyTable() (table, bool) {
 					continue
 				}
 				d := Distribute(xs)
-				t.Rows = append(t.Rows, []string{cs.String(), measure.name, g.Controller, fmt.Sprint(d.N),
+				name := measure.name
+				if measure.name == "node join" {
+					if note := joinAccount(&g); note != "" {
+						t.Notes = append(t.Notes, note)
+						name += fmt.Sprintf(" (%d)", len(t.Notes))
+					}
+				}
+				t.Rows = append(t.Rows, []string{cs.String(), name, g.Controller, fmt.Sprint(d.N),
 					fmtDecimal(d.Median), fmtDecimal(d.P90), fmtDecimal(d.P99), fmtDecimal(d.Max)})
 			}
 		}

@@ -188,6 +188,13 @@ type Run struct {
 	// becoming eligible (Ready, not-ready taint lifted): the cluster's share
 	// of a join, which NodeJoins leaves out.
 	NodeEligible []NodeLatency `json:"nodeEligible,omitempty"`
+	// NodeJoinsEnded counts joins whose node or DaemonSet went away before
+	// the node's pod was Ready: nothing left to measure.
+	NodeJoinsEnded int `json:"nodeJoinsEnded,omitempty"`
+	// NodeJoinsUnmeasured are the joins the run ended without measuring
+	// while node and DaemonSet were still there: the join latencies leave
+	// them out, so the report makes them a finding.
+	NodeJoinsUnmeasured []UnmeasuredJoin `json:"nodeJoinsUnmeasured,omitempty"`
 	// PodGCWaits: per deleted node, seconds from its deletion until the pod
 	// garbage collector had removed the bound pods left on it. The cluster's
 	// share of a convergence that waits for them, not the controller's.
@@ -364,6 +371,18 @@ type NodeLatency struct {
 	Start time.Time `json:"start,omitzero"`
 }
 
+// UnmeasuredJoin is a joined node without a latency: what the oracle saw
+// of it by the run's end.
+type UnmeasuredJoin struct {
+	DaemonSet string `json:"daemonSet"`
+	Node      string `json:"node"`
+	// Eligible: the node became must-run for the DaemonSet. PodCreated: a
+	// pod of the DaemonSet was seen on it. PodReady: one was Ready.
+	Eligible   bool `json:"eligible"`
+	PodCreated bool `json:"podCreated"`
+	PodReady   bool `json:"podReady"`
+}
+
 // Violation is an interval during which an invariant checked by the oracle did not hold.
 type Violation struct {
 	DaemonSet string    `json:"daemonSet"`
@@ -524,6 +543,14 @@ func Validate(r *Report) error {
 			}
 			if run.Repetition < 0 {
 				bad("negative repetition %d", run.Repetition)
+			}
+			if run.NodeJoinsEnded < 0 {
+				bad("negative nodeJoinsEnded %d", run.NodeJoinsEnded)
+			}
+			for _, j := range run.NodeJoinsUnmeasured {
+				if j.Node == "" {
+					bad("an unmeasured node join without a node")
+				}
 			}
 			if run.Start.IsZero() {
 				bad("zero start time")

@@ -48,6 +48,8 @@ func withTaint(key, value string, effect corev1.TaintEffect) nodeOpt {
 
 func cordoned(n *corev1.Node) { n.Spec.Unschedulable = true }
 
+func nodeRV(rv string) nodeOpt { return func(n *corev1.Node) { n.ResourceVersion = rv } }
+
 func createdAt(t time.Time) nodeOpt {
 	return func(n *corev1.Node) { n.CreationTimestamp = metav1.NewTime(t) }
 }

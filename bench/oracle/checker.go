@@ -171,7 +171,8 @@ type Checker struct {
 	barriers []*barrierState
 	rollouts []*rolloutState
 	joins    []*NodeJoin
-	joinOpen map[[2]string]*NodeJoin // (ds, node) -> join not yet Ready
+	joinOpen map[[2]string]*NodeJoin // (ds, node) -> join not yet measured
+	revs     revisionClock
 	gcWaits  []*PodGCWait
 	gcOpen   map[[2]string]*PodGCWait // (ds, node) -> wait whose pods are not gone yet
 
@@ -301,6 +302,7 @@ func (c *Checker) Apply(ev Event) error {
 	}
 	defer func() { c.eventRV = 0 }()
 	t := c.w.now
+	c.revs.see(c.eventRV, t)
 	c.now = t
 	c.last = EventRef{Time: t, Kind: ev.Kind, Object: describe(ev.Object)}
 	switch {
@@ -509,8 +511,9 @@ func (c *Checker) dropDS(s *dsState, t time.Time) {
 		}
 	}
 	c.endRollout(s, t, RolloutDeleted)
-	for k := range c.joinOpen {
+	for k, j := range c.joinOpen {
 		if k[0] == s.key {
+			j.Ended, j.EndedBy = t, JoinDaemonSetGone
 			delete(c.joinOpen, k)
 		}
 	}
@@ -522,7 +525,7 @@ func (c *Checker) onNode(name string, added bool, t time.Time) {
 	for _, key := range sortedKeys(c.ds) {
 		s := c.ds[key]
 		if added {
-			j := &NodeJoin{DaemonSet: key, Node: name, NodeAdded: t}
+			j := &NodeJoin{DaemonSet: key, Node: name, NodeAdded: c.revs.firstSeen(c.eventRV, t)}
 			if n, ok := c.w.nodes[name]; ok {
 				j.NodeCreated = n.node.CreationTimestamp.Time
 			}
@@ -668,8 +671,14 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 		s.rollout.observe(name, v, t)
 	}
 	if j := c.joinOpen[[2]string{s.key, name}]; j != nil {
-		j.observe(v, t)
-		if !j.PodReady.IsZero() || !v.exists {
+		// Open until both the eligibility and the Ready pod are seen: the
+		// watches may deliver them in either order.
+		j.observe(v, t, c.revs.firstSeen(c.eventRV, t))
+		switch {
+		case j.Measured():
+			delete(c.joinOpen, [2]string{s.key, name})
+		case !v.exists:
+			j.Ended, j.EndedBy = t, JoinNodeGone
 			delete(c.joinOpen, [2]string{s.key, name})
 		}
 	}

@@ -150,25 +150,47 @@ func (c *Checker) Rollouts() []Rollout {
 
 // NodeJoin times a node added while a DaemonSet existed, from the node's
 // Added event to its daemon pod being Ready. Zero times did not happen (yet).
+//
+// Node times are dated by the revision clock: the first arrival, on any
+// watch, of an event at least as recent as the node's own (see
+// revisionClock), so that a node watch trailing the pod watch neither
+// shortens a join nor puts its pod's Ready before its eligibility.
 type NodeJoin struct {
 	DaemonSet, Node string
-	// NodeAdded is the event time of the node's Added event; NodeCreated its
+	// NodeAdded is when the node's Added event was known; NodeCreated its
 	// creationTimestamp (apiserver clock, whole seconds).
 	NodeAdded, NodeCreated time.Time
 	// MustRun is when the node first became must-run (often only once the
 	// not-ready:NoSchedule taint is removed), PodCreated when an active pod
 	// of the DaemonSet was first seen on it, PodReady when one was Ready.
 	MustRun, PodCreated, PodReady time.Time
+	// Ended is when the join stopped being followed unmeasured: its node
+	// or its DaemonSet went away first.
+	Ended time.Time
+	// EndedBy says which: JoinNodeGone or JoinDaemonSetGone; "" while the
+	// join is measured or still open.
+	EndedBy string
 }
 
+// Why a join ended without a latency.
+const (
+	JoinNodeGone      = "node-gone"
+	JoinDaemonSetGone = "daemonset-gone"
+)
+
+// Measured says whether the join has its latency: the node became must-run
+// and its pod Ready, in whichever order the oracle saw them.
+func (j NodeJoin) Measured() bool { return !j.MustRun.IsZero() && !j.PodReady.IsZero() }
+
 // Latency is PodReady-MustRun, the controller's share of a join: from the
-// moment the node became eligible to the pod Ready. Zero until the pod is
-// Ready.
+// moment the node became eligible to the pod Ready. Zero until measured,
+// and never negative (a pod Ready before its node was eligible, in etcd's
+// order, is a misplaced pod, which the oracle reports as such).
 func (j NodeJoin) Latency() time.Duration {
-	if j.PodReady.IsZero() {
+	if !j.Measured() {
 		return 0
 	}
-	return j.PodReady.Sub(j.MustRun)
+	return max(0, j.PodReady.Sub(j.MustRun))
 }
 
 // ClusterShare is MustRun-NodeAdded: how long the cluster took to make the
@@ -178,12 +200,14 @@ func (j NodeJoin) ClusterShare() time.Duration {
 	if j.MustRun.IsZero() {
 		return 0
 	}
-	return j.MustRun.Sub(j.NodeAdded)
+	return max(0, j.MustRun.Sub(j.NodeAdded))
 }
 
-func (j *NodeJoin) observe(v nodeView, t time.Time) {
+// observe takes the node's view at t; known is when the oracle could first
+// have known of the event that produced it (the revision clock's date).
+func (j *NodeJoin) observe(v nodeView, t, known time.Time) {
 	if v.exists && v.mustRun && j.MustRun.IsZero() {
-		j.MustRun = t
+		j.MustRun = known
 	}
 	if v.active > 0 && j.PodCreated.IsZero() {
 		j.PodCreated = t
@@ -193,12 +217,14 @@ func (j *NodeJoin) observe(v nodeView, t time.Time) {
 	}
 }
 
-// NodeJoins returns the joins of nodes that became must-run for the
-// DaemonSet, in the order the nodes were added.
+// NodeJoins returns every join, in the order the nodes were added: those
+// measured, those still open, and those whose node or DaemonSet went first.
+// A join whose node never became must-run and never had a Ready pod of the
+// DaemonSet is not one (the DaemonSet does not run there) and is left out.
 func (c *Checker) NodeJoins() []NodeJoin {
 	var out []NodeJoin
 	for _, j := range c.joins {
-		if !j.MustRun.IsZero() {
+		if !j.MustRun.IsZero() || !j.PodReady.IsZero() {
 			out = append(out, *j)
 		}
 	}

@@ -311,3 +311,86 @@ func TestVisibility(t *testing.T) {
 		})
 	}
 }
+
+// Every join ends measured, ended by its node or DaemonSet going first, or
+// open; the watches may deliver the node's eligibility after its pod's
+// Ready, and the revision clock dates the eligibility by the first event of
+// a later revision.
+func TestNodeJoinAccounting(t *testing.T) {
+	ds := daemonSet("d")
+	notReady := withTaint(corev1.TaintNodeNotReady, "", corev1.TaintEffectNoSchedule)
+	tests := []struct {
+		name       string
+		events     func(tl *timeline)
+		want       []oracle.NodeJoin
+		latency    time.Duration
+		violations []oracle.Kind
+	}{{
+		name: "the pod's Ready arrives before the node's lift, which etcd wrote first",
+		events: func(tl *timeline) {
+			tl.add(5, node("n2", notReady, createdAt(at(4)), nodeRV("10")))
+			tl.add(8, pod(ds, "b", "n2", pinned, podCreated(at(8)), withRV("21"))).mod(9, pod(ds, "b", "n2", podCreated(at(8)), ready(at(9)), withRV("22")))
+			tl.mod(9.5, node("n2", createdAt(at(4)), nodeRV("20")))
+		},
+		want:    []oracle.NodeJoin{{DaemonSet: dsKey, Node: "n2", NodeAdded: at(5), NodeCreated: at(4), MustRun: at(8), PodCreated: at(8), PodReady: at(9)}},
+		latency: time.Second,
+	}, {
+		name: "a pod etcd wrote before the lift is misplaced; the join's latency is zero, not negative",
+		events: func(tl *timeline) {
+			tl.add(5, node("n2", notReady, createdAt(at(4)), nodeRV("10")))
+			tl.add(8, pod(ds, "b", "n2", pinned, podCreated(at(8)), withRV("15"))).mod(9, pod(ds, "b", "n2", podCreated(at(8)), ready(at(9)), withRV("16")))
+			tl.mod(9.5, node("n2", createdAt(at(4)), nodeRV("20")))
+		},
+		want:       []oracle.NodeJoin{{DaemonSet: dsKey, Node: "n2", NodeAdded: at(5), NodeCreated: at(4), MustRun: at(9.5), PodCreated: at(8), PodReady: at(9)}},
+		violations: []oracle.Kind{oracle.PodOnIneligibleNode},
+	}, {
+		name: "the node goes before its pod is Ready",
+		events: func(tl *timeline) {
+			tl.add(5, node("n2", notReady)).mod(6, node("n2")).add(7, pod(ds, "b", "n2"))
+			tl.del(8, node("n2")).del(8.5, pod(ds, "b", "n2"))
+		},
+		want: []oracle.NodeJoin{{DaemonSet: dsKey, Node: "n2", NodeAdded: at(5), MustRun: at(6), PodCreated: at(7), Ended: at(8), EndedBy: oracle.JoinNodeGone}},
+	}, {
+		name: "the DaemonSet goes before the pod is Ready",
+		events: func(tl *timeline) {
+			tl.add(5, node("n2", notReady)).mod(6, node("n2")).del(7, ds)
+		},
+		want: []oracle.NodeJoin{{DaemonSet: dsKey, Node: "n2", NodeAdded: at(5), MustRun: at(6), Ended: at(7), EndedBy: oracle.JoinDaemonSetGone}},
+	}, {
+		name: "eligible, no pod by the end: open, unmeasured",
+		events: func(tl *timeline) {
+			tl.add(5, node("n2", notReady)).mod(6, node("n2"))
+		},
+		want:       []oracle.NodeJoin{{DaemonSet: dsKey, Node: "n2", NodeAdded: at(5), MustRun: at(6)}},
+		violations: []oracle.Kind{oracle.MissingPod},
+	}, {
+		name: "a node the DaemonSet does not run on is no join",
+		events: func(tl *timeline) {
+			tl.add(5, node("n2", withTaint("dedicated", "db", corev1.TaintEffectNoSchedule)))
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var tl timeline
+			tl.add(0, node("n1", nodeRV("1"))).add(0, ds).add(1, pod(ds, "a", "n1", withRV("3"))).mod(2, pod(ds, "a", "n1", ready(at(2)), withRV("4")))
+			tt.events(&tl)
+			c := feed(t, oracle.Config{Grace: map[oracle.Kind]time.Duration{oracle.MissingPod: 5 * time.Second}}, tl)
+			var kinds []oracle.Kind
+			for _, v := range c.Finish(at(30)) {
+				kinds = append(kinds, v.Kind)
+			}
+			if diff := cmp.Diff(tt.violations, kinds); diff != "" {
+				t.Errorf("violations (-want +got):\n%s", diff)
+			}
+			got := c.NodeJoins()
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Fatalf("node joins (-want +got):\n%s", diff)
+			}
+			for _, j := range got {
+				if j.Measured() != (j.EndedBy == "" && !j.PodReady.IsZero()) || j.Latency() != tt.latency {
+					t.Errorf("join %s: measured %v, latency %v; want latency %v", j.Node, j.Measured(), j.Latency(), tt.latency)
+				}
+			}
+		})
+	}
+}
