@@ -94,3 +94,77 @@ func TestDirectlyBoundPodOnDeletedNode(t *testing.T) {
 		})
 	}
 }
+
+// A pod the controller made for a node just created (or created again under
+// a deleted node's name) can reach the oracle before the node does: the
+// node watch trails the pod watch. If etcd wrote the node first, the pod was
+// made for it and the episode is withdrawn; a pod written before the node,
+// or for a node that never returns, stays the controller's mistake.
+func TestPodBeforeItsNode(t *testing.T) {
+	ds := daemonSet("d")
+	tests := []struct {
+		name string
+		// hadNode: n2 exists from the start with a pod, removed at 2.5.
+		hadNode   bool
+		events    func(tl *timeline)
+		violation bool
+	}{{
+		name: "a new node, written before its pod, arrives after it",
+		events: func(tl *timeline) {
+			tl.add(5, pod(ds, "b", "n2", withRV("21"))).add(5.01, node("n2", nodeRV("20")))
+		},
+	}, {
+		name:    "a node created again under a deleted node's name",
+		hadNode: true,
+		events: func(tl *timeline) {
+			tl.del(3, node("n2", nodeRV("15")))
+			tl.add(10, pod(ds, "b", "n2", podCreated(at(10)), withRV("31"))).add(10.01, node("n2", nodeRV("30")))
+		},
+	}, {
+		name: "a pod written before its node existed",
+		events: func(tl *timeline) {
+			tl.add(5, pod(ds, "b", "n2", withRV("19"))).add(5.01, node("n2", nodeRV("20")))
+		},
+		violation: true,
+	}, {
+		name:    "a pod for a deleted node that never returns",
+		hadNode: true,
+		events: func(tl *timeline) {
+			tl.del(3, node("n2", nodeRV("15")))
+			tl.add(10, pod(ds, "b", "n2", podCreated(at(10)), withRV("31")))
+		},
+		violation: true,
+	}, {
+		name:    "a pod for a deleted node, the node created again later",
+		hadNode: true,
+		events: func(tl *timeline) {
+			tl.del(3, node("n2", nodeRV("15")))
+			tl.add(10, pod(ds, "b", "n2", podCreated(at(10)), withRV("31"))).add(12, node("n2", nodeRV("40")))
+		},
+		violation: true,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var tl timeline
+			tl.add(0, node("n1", nodeRV("1")))
+			if tt.hadNode {
+				tl.add(0, node("n2", nodeRV("2")))
+			}
+			tl.add(0, ds).add(1, pod(ds, "a", "n1", ready(at(1)), withRV("3")))
+			if tt.hadNode {
+				tl.add(1, pod(ds, "c", "n2", ready(at(1)), withRV("4"))).del(2.5, pod(ds, "c", "n2", withRV("14")))
+			}
+			tt.events(&tl)
+			c := feed(t, oracle.Config{CacheLag: 2 * time.Second, Grace: map[oracle.Kind]time.Duration{oracle.MissingPod: 30 * time.Second}}, tl)
+			var got []oracle.Violation
+			for _, v := range c.Finish(at(20)) {
+				if v.Kind == oracle.PodOnDeletedNode {
+					got = append(got, v)
+				}
+			}
+			if (len(got) > 0) != tt.violation {
+				t.Errorf("PodOnDeletedNode %+v, want some: %v", got, tt.violation)
+			}
+		})
+	}
+}

@@ -39,7 +39,9 @@ const (
 	// absent from the view, and removing it is the controller's job: the pod
 	// is not bound (only pinned by node affinity, which upstream's manage
 	// deletes), or it was created more than Config.CacheLag after the node
-	// was seen deleted, or the node was never seen. A bound pod that was on
+	// was seen deleted, or the node was never seen; unless a node of that
+	// name written before the pods then arrives (the node watch trailed the
+	// pod watch: see withdrawReordered). A bound pod that was on
 	// the node before it was deleted is the pod garbage collector's to remove
 	// (upstream leaves it there); its wait is a PodGCWait, never a violation.
 	PodOnDeletedNode Kind = "PodOnDeletedNode"
@@ -153,8 +155,9 @@ type Checker struct {
 
 	open   map[episodeKey]*Violation
 	atOnce map[episodeKey]bool // open episodes that no grace excuses
-	// misplacedRV is, for an open PodOnIneligibleNode episode, the lowest
-	// first resourceVersion of its misplaced pods: see withdrawReordered.
+	// misplacedRV is, for an open PodOnIneligibleNode or PodOnDeletedNode
+	// episode, the lowest first resourceVersion of its misplaced or late
+	// pods: see withdrawReordered.
 	misplacedRV map[episodeKey]uint64
 	// eventRV is the resourceVersion of the event being applied (0 during
 	// Advance). limitOpen holds, for an open Overunavailable or Oversurge
@@ -642,10 +645,16 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 		}
 	})
 	late, unbound, forGC := 0, 0, 0
+	var lateRV uint64
 	if !v.exists {
-		late, unbound, forGC = c.w.splitOnMissingNode(pods, name)
+		late, unbound, forGC, lateRV = c.w.splitOnMissingNode(pods, name)
 	}
 	k.kind = PodOnDeletedNode
+	if v.exists {
+		// The node came (back): pods of a later revision were made for it,
+		// and only the watches delivered them first.
+		c.withdrawReordered(k, node)
+	}
 	c.episode(k, late+unbound > 0, t, func(x *Violation) {
 		if x.Detail == "" {
 			x.Detail = fmt.Sprintf("a node absent from the view holds %d pods created after it was deleted and %d unbound pods pinned to it", late, unbound)
@@ -655,6 +664,9 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 		// A pod made for a node already gone is a wrong action, not a slow
 		// one: no grace excuses it.
 		c.atOnce[k] = true
+		if old, ok := c.misplacedRV[k]; lateRV != 0 && (!ok || lateRV < old) {
+			c.misplacedRV[k] = lateRV
+		}
 	}
 	c.trackPodGCWait(s.key, name, forGC, t)
 	k.kind = MissingPod
@@ -705,10 +717,11 @@ func (c *Checker) trackPodGCWait(ds, node string, forGC int, t time.Time) {
 }
 
 // withdrawReordered drops the open episode k, unreported, when the node
-// update that made the node must-run was written before its misplaced pods
-// (a lower resourceVersion): the pod and node watches are separate streams,
-// so the oracle may see a pod the controller created after a node's taint
-// was lifted before it sees the lift. Violations holds such an episode back
+// update that made the node must-run, or the node's (re)creation, was
+// written before its misplaced or late pods (a lower resourceVersion): the
+// pod and node watches are separate streams, so the oracle may see a pod the
+// controller created after a node's taint was lifted, or for a node just
+// created, before it sees the lift or the node. Violations holds such an episode back
 // for CacheLag (awaitingReorder), so that a run stopped at its first
 // violation does not stop on it first.
 func (c *Checker) withdrawReordered(k episodeKey, node *corev1.Node) {

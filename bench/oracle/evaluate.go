@@ -103,7 +103,7 @@ func Evaluate(w *World, key string, now time.Time) Verdict {
 		nv := evalNode(e, node, pods, now)
 		if node == nil && nv.active+nv.terminal > 0 {
 			// Which list depends on whose job the pods are.
-			if late, unbound, _ := w.splitOnMissingNode(pods, name); late+unbound > 0 {
+			if late, unbound, _, _ := w.splitOnMissingNode(pods, name); late+unbound > 0 {
 				v.OnDeletedNodes = append(v.OnDeletedNodes, name)
 			} else {
 				v.AwaitingPodGC = append(v.AwaitingPodGC, name)

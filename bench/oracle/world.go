@@ -405,8 +405,11 @@ func sortedKeys[V any](m map[string]V) []string {
 // more than cacheLag after the node was seen deleted (or for a node never
 // seen), and unbound, only pinned by node affinity (upstream's manage deletes
 // those). The pod garbage collector's: forGC, bound and already there when
-// the node was deleted.
-func (w *World) splitOnMissingNode(pods map[string]*podEntry, name string) (late, unbound, forGC int) {
+// the node was deleted. lateRV is the lowest first resourceVersion of the
+// late pods (0 if any has none): a node of that name written before it may
+// still be on its way (see withdrawReordered).
+func (w *World) splitOnMissingNode(pods map[string]*podEntry, name string) (late, unbound, forGC int, lateRV uint64) {
+	noRV := false
 	goneAt, seen := w.goneNodes[name]
 	for _, p := range pods {
 		if p.pod.DeletionTimestamp != nil {
@@ -419,13 +422,22 @@ func (w *World) splitOnMissingNode(pods map[string]*podEntry, name string) (late
 		switch {
 		case !seen || created.After(goneAt.Add(w.cacheLag)):
 			late++
+			switch {
+			case p.firstRV == 0:
+				noRV = true
+			case lateRV == 0 || p.firstRV < lateRV:
+				lateRV = p.firstRV
+			}
 		case p.pod.Spec.NodeName == "":
 			unbound++
 		default:
 			forGC++
 		}
 	}
-	return late, unbound, forGC
+	if noRV {
+		lateRV = 0
+	}
+	return late, unbound, forGC, lateRV
 }
 
 // resourceVersion parses an object's resourceVersion. With one etcd behind
