@@ -155,16 +155,16 @@ func createSchedulable(t *testing.T, client kubernetes.Interface, p kwok.NodePoo
 // stays tainted until kwok has made it Ready, so nothing can be bound to it
 // earlier: the harness never reuses a name (planNodeReset, freshNodeIndex),
 // and nudges (kwok.NudgePod) what it still counts as a stall.
+//
+// kube-apiserver sometimes closes kwok's pod watch as unresponsive, and kwok
+// then works through every pod again, these included: an attempt in which
+// that happened (kube-apiserver's log says so) shows nothing and is made
+// again with fresh nodes, up to three times.
 func TestKwokNeverStartsPodsBoundBeforeItsNode(t *testing.T) {
-	_, _, client := kwoktest.Cluster(t)
+	cluster, _, client := kwoktest.Cluster(t)
 	ctx := t.Context()
 	const n = 6
-	early := kwok.NodePool{Prefix: "early", Count: n}
-	removeAtEnd(t, client, early, "early-test")
 	podName := func(node string) string { return "early-" + node }
-	for _, node := range early.NodeNames() {
-		createPodOn(t, client, podName(node), node, "early-test")
-	}
 	pendingOf := func(nodes []string) (pending []string) {
 		for _, node := range nodes {
 			if podState(ctx, client, podName(node)) != "Running/True" {
@@ -173,11 +173,36 @@ func TestKwokNeverStartsPodsBoundBeforeItsNode(t *testing.T) {
 		}
 		return pending
 	}
-	time.Sleep(time.Second)
-	createSchedulable(t, client, early) // kwok has taken every node up
-	time.Sleep(5 * time.Second)
-	if started := n - len(pendingOf(early.NodeNames())); started != 0 {
-		t.Fatalf("%d of %d pods bound before their node existed started: kwok now replays them, and the stall has another cause", started, n)
+	var early kwok.NodePool
+	for attempt := 1; ; attempt++ {
+		early = kwok.NodePool{Prefix: fmt.Sprintf("early%d", attempt), Count: n}
+		removeAtEnd(t, client, early, "early-test")
+		closesBefore, err := cluster.KwokPodWatchCloses()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, node := range early.NodeNames() {
+			createPodOn(t, client, podName(node), node, "early-test")
+		}
+		time.Sleep(time.Second)
+		createSchedulable(t, client, early) // kwok has taken every node up
+		time.Sleep(5 * time.Second)
+		started := n - len(pendingOf(early.NodeNames()))
+		closesAfter, err := cluster.KwokPodWatchCloses()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if closesAfter > closesBefore {
+			t.Logf("attempt %d: kube-apiserver closed kwok's pod watch %d times (%d of %d pods started): again with fresh nodes", attempt, closesAfter-closesBefore, started, n)
+			if attempt == 3 {
+				t.Skip("kwok replayed its pod watch in each of 3 attempts: nothing to conclude")
+			}
+			continue
+		}
+		if started != 0 {
+			t.Fatalf("%d of %d pods bound before their node existed started with no replay of kwok's pod watch: kwok now starts them, and the stall has another cause", started, n)
+		}
+		break
 	}
 	// The harness's repair: half are nudged, and only they start.
 	nudged, left := early.NodeNames()[:n/2], early.NodeNames()[n/2:]
