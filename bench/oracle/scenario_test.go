@@ -319,6 +319,15 @@ func TestVisibility(t *testing.T) {
 func TestNodeJoinAccounting(t *testing.T) {
 	ds := daemonSet("d")
 	notReady := withTaint(corev1.TaintNodeNotReady, "", corev1.TaintEffectNoSchedule)
+	// n2 joins; its lift, revision 20, arrives at 9.5, after its pod (created
+	// at 8 with podRV, Ready at 9 with readyRV).
+	readyBeforeLift := func(podRV, readyRV string) func(tl *timeline) {
+		return func(tl *timeline) {
+			tl.add(5, node("n2", notReady, createdAt(at(4)), nodeRV("10")))
+			tl.add(8, pod(ds, "b", "n2", pinned, podCreated(at(8)), withRV(podRV))).mod(9, pod(ds, "b", "n2", podCreated(at(8)), ready(at(9)), withRV(readyRV)))
+			tl.mod(9.5, node("n2", createdAt(at(4)), nodeRV("20")))
+		}
+	}
 	tests := []struct {
 		name       string
 		events     func(tl *timeline)
@@ -326,21 +335,13 @@ func TestNodeJoinAccounting(t *testing.T) {
 		latency    time.Duration
 		violations []oracle.Kind
 	}{{
-		name: "the pod's Ready arrives before the node's lift, which etcd wrote first",
-		events: func(tl *timeline) {
-			tl.add(5, node("n2", notReady, createdAt(at(4)), nodeRV("10")))
-			tl.add(8, pod(ds, "b", "n2", pinned, podCreated(at(8)), withRV("21"))).mod(9, pod(ds, "b", "n2", podCreated(at(8)), ready(at(9)), withRV("22")))
-			tl.mod(9.5, node("n2", createdAt(at(4)), nodeRV("20")))
-		},
+		name:    "the pod's Ready arrives before the node's lift, which etcd wrote first",
+		events:  readyBeforeLift("21", "22"),
 		want:    []oracle.NodeJoin{{DaemonSet: dsKey, Node: "n2", NodeAdded: at(5), NodeCreated: at(4), MustRun: at(8), PodCreated: at(8), PodReady: at(9)}},
 		latency: time.Second,
 	}, {
-		name: "a pod etcd wrote before the lift is misplaced; the join's latency is zero, not negative",
-		events: func(tl *timeline) {
-			tl.add(5, node("n2", notReady, createdAt(at(4)), nodeRV("10")))
-			tl.add(8, pod(ds, "b", "n2", pinned, podCreated(at(8)), withRV("15"))).mod(9, pod(ds, "b", "n2", podCreated(at(8)), ready(at(9)), withRV("16")))
-			tl.mod(9.5, node("n2", createdAt(at(4)), nodeRV("20")))
-		},
+		name:       "a pod etcd wrote before the lift is misplaced; the join's latency is zero, not negative",
+		events:     readyBeforeLift("15", "16"),
 		want:       []oracle.NodeJoin{{DaemonSet: dsKey, Node: "n2", NodeAdded: at(5), NodeCreated: at(4), MustRun: at(9.5), PodCreated: at(8), PodReady: at(9)}},
 		violations: []oracle.Kind{oracle.PodOnIneligibleNode},
 	}, {
