@@ -367,6 +367,10 @@ func Groups(r *Report) []Group {
 	return out
 }
 
+// pooled says whether a run's per-node latencies join its group's pools:
+// it succeeded and no cluster component restarted during it.
+func pooled(run *Run) bool { return run.OK() && len(run.ClusterRestarts) == 0 }
+
 func fillSeries(g *Group) {
 	idx := map[string]int{}
 	for _, run := range g.Runs {
@@ -380,7 +384,7 @@ func fillSeries(g *Group) {
 			g.Metrics[i].Values = append(g.Metrics[i].Values, mv.Value)
 			g.Metrics[i].Repetitions = append(g.Metrics[i].Repetitions, run.Repetition)
 		}
-		if run.OK() && len(run.ClusterRestarts) == 0 {
+		if pooled(run) {
 			g.NodeJoins = append(g.NodeJoins, nodeJoinSeconds(run)...)
 			g.NodeRollouts = append(g.NodeRollouts, nodeRolloutSeconds(run)...)
 			for _, ro := range run.Rollouts {

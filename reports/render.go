@@ -254,7 +254,7 @@ func replacementPart(g *Group, part func(Replacement) float64) []float64 {
 func joinAccount(g *Group) string {
 	var measured, ended, unmeasured int
 	for _, run := range g.Runs {
-		if run.OK() && len(run.ClusterRestarts) == 0 {
+		if pooled(run) {
 			measured += len(run.NodeJoins)
 			ended += run.NodeJoinsEnded
 			unmeasured += len(run.NodeJoinsUnmeasured)
