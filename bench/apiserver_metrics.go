@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/dsbench/dsbench/kwok"
 	"github.com/dsbench/dsbench/reports"
 )
 
@@ -74,9 +75,11 @@ func closedWatchesMetrics(start, end map[string]float64) []reports.ExtraMetric {
 }
 
 // kwokWatchCounter is a cluster that can tell how many times kube-apiserver
-// has closed kwok's pod watch (kwok.Cluster, from kube-apiserver's log).
+// has closed kwok's pod watch (kwok.Cluster, from kube-apiserver's log), and
+// which kwok it runs.
 type kwokWatchCounter interface {
 	KwokPodWatchCloses() (int, error)
+	KwokWatch() kwok.KwokWatch
 }
 
 // kwokPodWatchCloses reads the count so far; ok is false where it cannot be
@@ -90,8 +93,23 @@ func kwokPodWatchCloses(cf ClusterFaults) (n int, ok bool) {
 	return n, err == nil
 }
 
-// kwokReplaysMetric is the run's count of kwok's pod-watch replays, from
-// two readings; a log that went back (rewritten) counts none.
-func kwokReplaysMetric(start, end int) reports.ExtraMetric {
-	return reports.ExtraMetric{Name: reports.MetricKwokPodWatchReplays, Value: float64(max(end-start, 0))}
+// kwokWatchOf is the kwok the cluster runs; "" where it is not ours.
+func kwokWatchOf(cf ClusterFaults) kwok.KwokWatch {
+	if c, ok := cf.(kwokWatchCounter); ok {
+		return c.KwokWatch()
+	}
+	return ""
+}
+
+// kwokClosesMetric is the run's count of closes of kwok's pod watch, from
+// two readings; a log that went back (rewritten) counts none. With kwok as
+// released each close is a replay of every pod (MetricKwokPodWatchReplays);
+// the patched kwok resumes, and the count is only a record
+// (MetricKwokPodWatchCloses).
+func kwokClosesMetric(w kwok.KwokWatch, start, end int) reports.ExtraMetric {
+	name := reports.MetricKwokPodWatchReplays
+	if w == kwok.KwokWatchResume {
+		name = reports.MetricKwokPodWatchCloses
+	}
+	return reports.ExtraMetric{Name: name, Value: float64(max(end-start, 0))}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/dsbench/dsbench/kwok"
 	"github.com/dsbench/dsbench/reports"
 )
 
@@ -46,11 +47,13 @@ apiserver_request_total{code="200",resource="pods",verb="WATCH"} 163
 // of kwok's pod watch.
 type kwokCloses struct {
 	ClusterFaults
-	n   int
-	err error
+	n     int
+	err   error
+	watch kwok.KwokWatch
 }
 
 func (k *kwokCloses) KwokPodWatchCloses() (int, error) { return k.n, k.err }
+func (k *kwokCloses) KwokWatch() kwok.KwokWatch        { return k.watch }
 
 func TestKwokReplays(t *testing.T) {
 	if _, ok := kwokPodWatchCloses(nil); ok {
@@ -65,10 +68,27 @@ func TestKwokReplays(t *testing.T) {
 	if n, ok := kwokPodWatchCloses(&kwokCloses{n: 7}); n != 7 || !ok {
 		t.Errorf("got %d, %v; want 7, true", n, ok)
 	}
-	for _, tc := range []struct{ start, end, want int }{{5, 25, 20}, {5, 5, 0}, {25, 3, 0}} {
-		got := kwokReplaysMetric(tc.start, tc.end)
-		if want := (reports.ExtraMetric{Name: reports.MetricKwokPodWatchReplays, Value: float64(tc.want)}); got != want {
-			t.Errorf("kwokReplaysMetric(%d, %d) = %+v, want %+v", tc.start, tc.end, got, want)
+	for _, tc := range []struct {
+		watch      kwok.KwokWatch
+		start, end int
+		wantName   string
+		wantValue  float64
+	}{
+		{kwok.KwokWatchRelist, 5, 25, reports.MetricKwokPodWatchReplays, 20},
+		{kwok.KwokWatchRelist, 5, 5, reports.MetricKwokPodWatchReplays, 0},
+		{kwok.KwokWatchRelist, 25, 3, reports.MetricKwokPodWatchReplays, 0},
+		// The patched kwok resumes its watch: a close is no replay.
+		{kwok.KwokWatchResume, 5, 25, reports.MetricKwokPodWatchCloses, 20},
+	} {
+		got := kwokClosesMetric(tc.watch, tc.start, tc.end)
+		if want := (reports.ExtraMetric{Name: tc.wantName, Value: tc.wantValue}); got != want {
+			t.Errorf("kwokClosesMetric(%s, %d, %d) = %+v, want %+v", tc.watch, tc.start, tc.end, got, want)
 		}
+	}
+	if got := kwokWatchOf(&kwokCloses{watch: kwok.KwokWatchResume}); got != kwok.KwokWatchResume {
+		t.Errorf("kwokWatchOf = %q, want %q", got, kwok.KwokWatchResume)
+	}
+	if got := kwokWatchOf(&deadComponents{}); got != "" {
+		t.Errorf("kwokWatchOf(a cluster not ours) = %q, want \"\"", got)
 	}
 }

@@ -767,7 +767,7 @@ func (s *runState) collect(ctx context.Context) {
 	}
 	if s.kwokClosesKnown {
 		if end, ok := kwokPodWatchCloses(s.r.conf.ClusterFaults); ok {
-			closed = append(closed, kwokReplaysMetric(s.kwokClosesAtStart, end))
+			closed = append(closed, kwokClosesMetric(kwokWatchOf(s.r.conf.ClusterFaults), s.kwokClosesAtStart, end))
 		}
 	}
 	s.do(func() {

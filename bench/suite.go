@@ -385,6 +385,9 @@ func suiteReport(conf SuiteConfig, now time.Time) *reports.Report {
 	r.Params.Harness = reports.ClientParams{QPS: -1}
 	r.Params.Kwok = conf.Kwok
 	r.Versions = reports.Versions{Go: runtime.Version(), Kubernetes: kwok.KubernetesVersion, Kwok: kwok.KwokVersion}
+	if conf.Kwok != nil {
+		r.Versions.Kwok = kwok.KwokWatch(conf.Kwok.Watch).Version()
+	}
 	return r
 }
 

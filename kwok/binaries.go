@@ -23,10 +23,13 @@ const (
 	BinKubectl               = "kubectl"
 	BinKwok                  = "kwok"
 	BinKwokctl               = "kwokctl"
+	// BinKwokResume is kwok v0.8.0 with kwok/tools/patches/kwok-watch-resume.patch:
+	// its watches resume from their last resourceVersion (KwokWatchResume).
+	BinKwokResume = "kwok-resume"
 )
 
 // AllBinaries lists every binary of the pinned control plane.
-var AllBinaries = []string{BinEtcd, BinKubeAPIServer, BinKubeControllerManager, BinKubeScheduler, BinKubectl, BinKwok, BinKwokctl}
+var AllBinaries = []string{BinEtcd, BinKubeAPIServer, BinKubeControllerManager, BinKubeScheduler, BinKubectl, BinKwok, BinKwokctl, BinKwokResume}
 
 // ErrBinariesMissing means the control plane has not been built yet.
 var ErrBinariesMissing = errors.New("control-plane binaries missing (run `make tools`)")

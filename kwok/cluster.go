@@ -52,6 +52,10 @@ type ClusterConfig struct {
 	// pod event (not managed, read only, no stage matched), which INFO
 	// does not: what a stalled pod needs.
 	KwokLogLevel string
+	// KwokWatch says which kwok controller runs: KwokWatchRelist (v0.8.0
+	// as released) or KwokWatchResume (v0.8.0 patched to resume its
+	// watches). "" means DefaultKwokWatch.
+	KwokWatch KwokWatch
 	// DisableScheduler leaves kube-scheduler out, for controllers that bind
 	// pods themselves (--bind-mode=direct).
 	DisableScheduler bool
@@ -68,6 +72,40 @@ type ClusterConfig struct {
 // kind. kwok's own default (4) is the simulator bottleneck at thousands of
 // pods (HARNESS-NOTES); 32 kept 5000 pods moving here.
 const DefaultKwokParallelism = 32
+
+// KwokWatch is how the kwok controller watches after a watch ends.
+type KwokWatch string
+
+const (
+	// KwokWatchRelist is kwok v0.8.0 as released: every watch, the first
+	// after its list and each one after kube-apiserver closed the last,
+	// starts from resourceVersion "0", which sends every object again as
+	// ADDED; kwok works through all of them before what changed.
+	KwokWatchRelist KwokWatch = "relist"
+	// KwokWatchResume is kwok v0.8.0 with kwok/tools/patches/kwok-watch-resume.patch:
+	// a watch resumes from the last resourceVersion it saw, as client-go's
+	// reflector means it to, and replays nothing.
+	KwokWatchResume KwokWatch = "resume"
+)
+
+// DefaultKwokWatch is the kwok controller a cluster runs unless told.
+const DefaultKwokWatch = KwokWatchRelist
+
+// Version is how reports name this kwok: the release, with the patch.
+func (w KwokWatch) Version() string {
+	if w == KwokWatchResume {
+		return KwokVersion + "+watch-resume"
+	}
+	return KwokVersion
+}
+
+// binary is the kwok controller's binary in the cache.
+func (w KwokWatch) binary() string {
+	if w == KwokWatchResume {
+		return BinKwokResume
+	}
+	return BinKwok
+}
 
 // NodeLeaseDurationSeconds is the fake nodes' lease duration before
 // kwokctl's heartbeat factor of 5: the leases last 200 s.
@@ -106,6 +144,13 @@ func (c ClusterConfig) withDefaults() (ClusterConfig, error) {
 	default:
 		return c, fmt.Errorf("kwok log level %q: must be DEBUG, INFO, WARN or ERROR", c.KwokLogLevel)
 	}
+	switch c.KwokWatch {
+	case "":
+		c.KwokWatch = DefaultKwokWatch
+	case KwokWatchRelist, KwokWatchResume:
+	default:
+		return c, fmt.Errorf("kwok watch %q: must be %q or %q", c.KwokWatch, KwokWatchRelist, KwokWatchResume)
+	}
 	if c.Audit != nil {
 		if err := c.Audit.validate(); err != nil {
 			return c, err
@@ -140,6 +185,9 @@ func Open(conf ClusterConfig) (*Cluster, error) {
 
 // Name is the cluster's name.
 func (c *Cluster) Name() string { return c.conf.Name }
+
+// KwokWatch is the kwok controller the cluster runs (or would run).
+func (c *Cluster) KwokWatch() KwokWatch { return c.conf.KwokWatch }
 
 // Dir is the folder that holds this cluster's files.
 func (c *Cluster) Dir() string { return filepath.Join(c.conf.Workdir, "clusters", c.conf.Name) }
@@ -419,7 +467,7 @@ func (c *Cluster) kwokctlConfig() ([]byte, error) {
 			KubeControllerManagerBinary: b.Path(BinKubeControllerManager),
 			KubeSchedulerBinary:         b.Path(BinKubeScheduler),
 			KubectlBinary:               b.Path(BinKubectl),
-			KwokControllerBinary:        b.Path(BinKwok),
+			KwokControllerBinary:        b.Path(c.conf.KwokWatch.binary()),
 			EtcdBinary:                  b.Path(BinEtcd),
 			CacheDir:                    filepath.Join(c.conf.Workdir, "cache"),
 			DisableQPSLimits:            &disable,

@@ -19,7 +19,7 @@ func TestClusterConfigDefaultsAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Name != "dsbench" || c.KwokParallelism != DefaultKwokParallelism || c.Timeout != 3*time.Minute || !strings.HasSuffix(c.Workdir, ".cache/kwok") {
+	if c.Name != "dsbench" || c.KwokParallelism != DefaultKwokParallelism || c.KwokWatch != DefaultKwokWatch || c.Timeout != 3*time.Minute || !strings.HasSuffix(c.Workdir, ".cache/kwok") {
 		t.Errorf("defaults: %+v", c)
 	}
 	bad := []struct {
@@ -31,6 +31,7 @@ func TestClusterConfigDefaultsAndErrors(t *testing.T) {
 		{ClusterConfig{APIServerPort: -1}, "apiserver port -1"},
 		{ClusterConfig{KwokParallelism: -3}, "kwok parallelism -3"},
 		{ClusterConfig{KwokLogLevel: "debug"}, `kwok log level "debug"`},
+		{ClusterConfig{KwokWatch: "replay"}, `kwok watch "replay"`},
 	}
 	for _, b := range bad {
 		if _, err := b.conf.withDefaults(); err == nil || !strings.Contains(err.Error(), b.want) {
@@ -83,6 +84,25 @@ func TestKwokctlConfigTurnsBuiltinDaemonSetControllerOff(t *testing.T) {
 		i := slices.IndexFunc(ctl.ComponentsPatches, func(p configv1alpha1.ComponentPatches) bool { return p.Name == "kube-apiserver" })
 		if i < 0 || !slices.Contains(ctl.ComponentsPatches[i].ExtraArgs, configv1alpha1.ExtraArgs{Key: "v", Value: "1"}) {
 			t.Errorf("upstream=%v: kube-apiserver does not log the watches it closes (-v=1):\n%s", upstream, s)
+		}
+	}
+}
+
+func TestKwokctlConfigPicksTheKwokOfItsWatch(t *testing.T) {
+	for _, tc := range []struct {
+		watch       KwokWatch
+		wantBinary  string
+		wantVersion string
+	}{
+		{KwokWatchRelist, "/bin-dir/kwok", "v0.8.0"},
+		{KwokWatchResume, "/bin-dir/kwok-resume", "v0.8.0+watch-resume"},
+	} {
+		_, ctl := renderKwokctlConfig(t, ClusterConfig{KwokWatch: tc.watch})
+		if got := ctl.Options.KwokControllerBinary; got != tc.wantBinary {
+			t.Errorf("%s: kwok controller binary %q, want %q", tc.watch, got, tc.wantBinary)
+		}
+		if got := tc.watch.Version(); got != tc.wantVersion {
+			t.Errorf("%s: version %q, want %q", tc.watch, got, tc.wantVersion)
 		}
 	}
 }

@@ -125,6 +125,10 @@ type KwokParams struct {
 	// LogLevel is kwok's --v when it was set ("" for kwok's INFO); DEBUG
 	// costs kwok CPU, so times from such a run are not comparable.
 	LogLevel string `json:"logLevel,omitempty"`
+	// Watch is the kwok controller: "relist" (v0.8.0 as released) or
+	// "resume" (patched to resume its watches); "" in reports older than
+	// the choice, which ran "relist".
+	Watch string `json:"watch,omitempty"`
 }
 
 // ControllerParams are the settings one controller under test ran with.
@@ -497,6 +501,11 @@ type TimelinePoint struct {
 // through every pod again before it sees what changed: pods start late for
 // a reason that is the simulator's (CheckKwokReplay).
 const MetricKwokPodWatchReplays = "kwok-pod-watch-replays"
+
+// MetricKwokPodWatchCloses is the same count with the patched kwok
+// (--kwok-watch=resume), which resumes its watch from where it stopped: a
+// close replays nothing, so it is a record, not a warning.
+const MetricKwokPodWatchCloses = "kwok-pod-watch-closes"
 
 // ExtraMetric is an additional scalar measurement of a run.
 type ExtraMetric struct {

@@ -23,6 +23,7 @@ type clusterFlags struct {
 	upstreamDS  bool
 	parallelism int
 	kwokLog     string
+	kwokWatch   string
 	timeout     time.Duration
 	verbose     bool
 }
@@ -39,6 +40,7 @@ func (f *clusterFlags) register(fs *pflag.FlagSet, env Env) {
 	fs.BoolVar(&f.upstreamDS, "upstream-daemonset-controller", false, "keep kube-controller-manager's own DaemonSet controller on, as a baseline")
 	fs.IntVar(&f.parallelism, "kwok-parallelism", kwok.DefaultKwokParallelism, "kwok controller workers per stage kind")
 	fs.StringVar(&f.kwokLog, "kwok-log-level", "", "kwok controller's log level: DEBUG, INFO, WARN or ERROR (\"\": kwok's INFO; DEBUG says why kwok skips a pod event)")
+	fs.StringVar(&f.kwokWatch, "kwok-watch", string(kwok.DefaultKwokWatch), `kwok controller: "relist" (v0.8.0 as released: every watch starts again from resourceVersion 0 and replays every pod) or "resume" (v0.8.0 patched to resume its watches; kwok/tools/patches)`)
 	fs.DurationVar(&f.timeout, "timeout", 3*time.Minute, "how long bringing the cluster up may take")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "print kwokctl's output")
 }
@@ -52,6 +54,7 @@ func (f *clusterFlags) config(env Env) kwok.ClusterConfig {
 		APIServerPort:               f.port,
 		KwokParallelism:             f.parallelism,
 		KwokLogLevel:                f.kwokLog,
+		KwokWatch:                   kwok.KwokWatch(f.kwokWatch),
 		Timeout:                     f.timeout,
 	}
 	if f.verbose {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/dsbench/dsbench/bench"
+	"github.com/dsbench/dsbench/kwok"
 	"github.com/dsbench/dsbench/reports"
 	"github.com/dsbench/dsbench/scenarios"
 )
@@ -126,6 +127,11 @@ func (f *clusterFlags) validate(e *flagErrors) {
 	default:
 		e.add("kwok-log-level", f.kwokLog, "want DEBUG, INFO, WARN or ERROR")
 	}
+	switch kwok.KwokWatch(f.kwokWatch) {
+	case kwok.KwokWatchRelist, kwok.KwokWatchResume:
+	default:
+		e.add("kwok-watch", f.kwokWatch, "want %q or %q", kwok.KwokWatchRelist, kwok.KwokWatchResume)
+	}
 	if f.timeout <= 0 {
 		e.add("timeout", f.timeout, "must be positive")
 	}
@@ -140,7 +146,7 @@ func withKubeconfig(fs *pflag.FlagSet, e *flagErrors) {
 	if !fs.Changed("kubeconfig") || fs.Lookup("kubeconfig").Value.String() == "" {
 		return
 	}
-	for _, flag := range []string{"keep-cluster", "apiserver-port", "kwok-parallelism", "kwok-log-level", "upstream-daemonset-controller"} {
+	for _, flag := range []string{"keep-cluster", "apiserver-port", "kwok-parallelism", "kwok-log-level", "kwok-watch", "upstream-daemonset-controller"} {
 		if fs.Lookup(flag) != nil && fs.Changed(flag) {
 			e.conflict(flag, "kubeconfig", "it shapes a local KWOK cluster, and --kubeconfig names another one")
 		}

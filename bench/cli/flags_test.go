@@ -121,6 +121,7 @@ func TestRunFlags(t *testing.T) {
 		{"port out of range", run("--apiserver-port", "70000"), []string{"--apiserver-port 70000"}},
 		{"no kwok parallelism", run("--kwok-parallelism", "0"), []string{"--kwok-parallelism 0"}},
 		{"kwok log level in lower case", run("--kwok-log-level", "debug"), []string{`--kwok-log-level "debug"`, "DEBUG, INFO, WARN or ERROR"}},
+		{"kwok watch unknown", run("--kwok-watch", "replay"), []string{`--kwok-watch "replay"`, `want "relist" or "resume"`}},
 		{"missing baseline", run("--baseline", fx.missing), []string{"--baseline", "missing.json", "no such file"}},
 		{"baseline not JSON", run("--baseline", fx.garbage), []string{"--baseline", "garbage.json", "JSON"}},
 		{"baseline a folder", run("--baseline", fx.dir), []string{"--baseline", fx.dir}},

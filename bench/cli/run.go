@@ -326,7 +326,7 @@ func (st *stage) suite(nodes int, outDir, journalDir string) bench.SuiteConfig {
 		},
 	}
 	if st.cluster != nil {
-		conf.Kwok = &reports.KwokParams{Cluster: f.cluster.name, Parallelism: f.cluster.parallelism, LogLevel: f.cluster.kwokLog}
+		conf.Kwok = &reports.KwokParams{Cluster: f.cluster.name, Parallelism: f.cluster.parallelism, LogLevel: f.cluster.kwokLog, Watch: f.cluster.kwokWatch}
 	}
 	return conf
 }

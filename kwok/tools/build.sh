@@ -11,11 +11,15 @@ out=$(cd "$out" && pwd)
 
 k8s_version=v1.36.4
 kwok_version=v0.8.0
-# The stamp covers every input that decides what the binaries are.
-stamp=$(cat "$here/go.mod" "$here/go.sum" "$here/etcd/main.go" "$here/build.sh" | sha256sum | cut -c1-16)
+# recipe names how a binary is built; bump it when a command below changes
+# in a way the inputs hashed into its stamp do not show.
+recipe=2
 
-fresh() { [ -x "$out/$1" ] && [ "$(cat "$out/.$1.stamp" 2>/dev/null)" = "$stamp" ]; }
-mark() { echo "$stamp" > "$out/.$1.stamp"; }
+# Each binary's stamp covers the inputs that decide what it is, so that
+# changing one (the kwok patch, say) rebuilds that binary alone.
+stamp_of() { { echo "$recipe"; cat "$@"; } | sha256sum | cut -c1-16; }
+fresh() { [ -x "$out/$1" ] && [ "$(cat "$out/.$1.stamp" 2>/dev/null)" = "$2" ]; }
+mark() { echo "$2" > "$out/.$1.stamp"; }
 
 pkg=k8s.io/component-base/version
 ldflags="-s -w -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=36 \
@@ -24,28 +28,52 @@ ldflags="-s -w -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMin
  -X k8s.io/client-go/pkg/version.gitMinor=36"
 
 cd "$here"
+k8s_stamp=$(stamp_of "$here/go.mod" "$here/go.sum" <(echo "$ldflags"))
 for bin in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-  if fresh "$bin"; then continue; fi
+  if fresh "$bin" "$k8s_stamp"; then continue; fi
   echo "building $bin $k8s_version" >&2
   start=$(date +%s)
   CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$bin.tmp" "k8s.io/kubernetes/cmd/$bin"
-  mv "$out/$bin.tmp" "$out/$bin" && mark "$bin"
+  mv "$out/$bin.tmp" "$out/$bin" && mark "$bin" "$k8s_stamp"
   echo "built $bin in $(( $(date +%s) - start ))s" >&2
 done
 
-if ! fresh etcd; then
+etcd_stamp=$(stamp_of "$here/go.mod" "$here/go.sum" "$here/etcd/main.go")
+if ! fresh etcd "$etcd_stamp"; then
   echo "building etcd" >&2
   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/etcd.tmp" ./etcd
-  mv "$out/etcd.tmp" "$out/etcd" && mark etcd
+  mv "$out/etcd.tmp" "$out/etcd" && mark etcd "$etcd_stamp"
 fi
 
 # kwok and kwokctl build from their own go.mod, exactly as released.
+kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$kwok_version \
+ -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$k8s_version"
+kwok_stamp=$(stamp_of <(echo "$kwok_version $kwok_ldflags"))
 for bin in kwok kwokctl; do
-  if fresh "$bin"; then continue; fi
+  if fresh "$bin" "$kwok_stamp"; then continue; fi
   echo "building $bin $kwok_version" >&2
   gobin=$(mktemp -d)
-  CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "-s -w \
-    -X sigs.k8s.io/kwok/pkg/consts.Version=$kwok_version \
-    -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$k8s_version" "sigs.k8s.io/kwok/cmd/$bin@$kwok_version"
-  mv "$gobin/$bin" "$out/$bin" && rmdir "$gobin" && mark "$bin"
+  CGO_ENABLED=0 GOBIN="$gobin" go install -trimpath -ldflags "$kwok_ldflags" "sigs.k8s.io/kwok/cmd/$bin@$kwok_version"
+  mv "$gobin/$bin" "$out/$bin" && rmdir "$gobin" && mark "$bin" "$kwok_stamp"
 done
+
+# kwok-resume is the same kwok controller with one patch
+# (patches/kwok-watch-resume.patch): its watches resume from the last
+# resourceVersion they saw, where v0.8.0 starts every watch, each one after a
+# close too, from "0" and works through every object again. The module comes
+# from the Go module proxy as released; the patch is applied to a copy.
+resume_patch="$here/patches/kwok-watch-resume.patch"
+resume_stamp=$(stamp_of <(echo "$kwok_version $kwok_ldflags") "$resume_patch")
+if ! fresh kwok-resume "$resume_stamp"; then
+  echo "building kwok-resume $kwok_version with $(basename "$resume_patch")" >&2
+  src=$(go mod download -json "sigs.k8s.io/kwok@$kwok_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -d "$src" ] || { echo "build.sh: no source folder for sigs.k8s.io/kwok@$kwok_version" >&2; exit 1; }
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  cp -r "$src" "$work/kwok" && chmod -R u+w "$work/kwok"
+  # --forward refuses a patch already applied; a hunk that does not apply fails the build.
+  patch -d "$work/kwok" -p1 --forward --no-backup-if-mismatch < "$resume_patch" >&2
+  (cd "$work/kwok" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags "$kwok_ldflags" -o "$out/kwok-resume.tmp" ./cmd/kwok)
+  mv "$out/kwok-resume.tmp" "$out/kwok-resume" && mark kwok-resume "$resume_stamp"
+  rm -rf "$work"
+fi
