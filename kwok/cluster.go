@@ -88,8 +88,11 @@ const (
 	KwokWatchResume KwokWatch = "resume"
 )
 
-// DefaultKwokWatch is the kwok controller a cluster runs unless told.
-const DefaultKwokWatch = KwokWatchRelist
+// DefaultKwokWatch is the kwok controller a cluster runs unless told: the
+// patched one, whose watches do not replay (at 5000 nodes its runs had no
+// stall; bench/SCALE.md, "Node churn with every controller, and a kwok
+// that resumes its watches").
+const DefaultKwokWatch = KwokWatchResume
 
 // Version is how reports name this kwok: the release, with the patch.
 func (w KwokWatch) Version() string {
