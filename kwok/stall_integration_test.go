@@ -160,10 +160,14 @@ func createSchedulable(t *testing.T, client kubernetes.Interface, p kwok.NodePoo
 // as released (--kwok-watch relist) then works through every pod again,
 // these included: on such a cluster an attempt in which that happened
 // (kube-apiserver's log says so) shows nothing and is made again with fresh
-// nodes, up to three times. The patched kwok, the default, resumes its
-// watch and replays nothing, so a close changes nothing for it.
+// nodes, up to three times. The test runs kwok as released on a cluster of
+// its own: with the patched kwok, the default, such pods are a race (the
+// pass over the node's pods against kwok's Lease cache), none of 6 started
+// in 4 attempts alone and 5 or 6 of 6 in 3 attempts, so the harness's
+// nudge stays, and only the release's behaviour is pinned here.
 func TestKwokNeverStartsPodsBoundBeforeItsNode(t *testing.T) {
-	cluster, _, client := kwoktest.Cluster(t)
+	kwoktest.Cluster(t)
+	cluster, client := ownCluster(t, "kwok-early", kwok.KwokWatchRelist)
 	ctx := t.Context()
 	const n = 6
 	podName := func(node string) string { return "early-" + node }

@@ -32,21 +32,7 @@ func TestKwokWatchFromResourceVersion(t *testing.T) {
 	for _, watch := range []kwok.KwokWatch{kwok.KwokWatchRelist, kwok.KwokWatchResume} {
 		// A cluster of its own: the restart leaves the nodes it had to the
 		// old kwok's Leases for 200 s.
-		conf := kwoktest.Config("kwok-" + string(watch))
-		conf.KwokWatch = watch
-		c, err := kwok.Up(t.Context(), conf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Down(context.Background()) })
-		cfg, err := c.RESTConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		client, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, client := ownCluster(t, "kwok-"+string(watch), watch)
 		replays := watch == kwok.KwokWatchRelist
 		pool := kwok.NodePool{Prefix: "resume" + string(watch), Count: 2}
 		label := "resume-test-" + string(watch)
@@ -86,6 +72,28 @@ func TestKwokWatchFromResourceVersion(t *testing.T) {
 		createPodOn(t, client, late, after.NodeNames()[0], label)
 		allRunning(t, client, []string{late})
 	}
+}
+
+// ownCluster brings up a cluster of the package's kind, but running the
+// kwok of watch, and brings it down when the test ends.
+func ownCluster(t *testing.T, name string, watch kwok.KwokWatch) (*kwok.Cluster, kubernetes.Interface) {
+	t.Helper()
+	conf := kwoktest.Config(name)
+	conf.KwokWatch = watch
+	c, err := kwok.Up(t.Context(), conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Down(context.Background()) })
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, client
 }
 
 // allRunning waits until every named pod of the default namespace runs and

@@ -63,7 +63,8 @@ done
 # close too, from "0" and works through every object again. The module comes
 # from the Go module proxy as released; the patch is applied to a copy.
 resume_patch="$here/patches/kwok-watch-resume.patch"
-resume_stamp=$(stamp_of <(echo "$kwok_version $kwok_ldflags") "$resume_patch")
+resume_recipe="git apply" # how the patch is applied; part of the stamp
+resume_stamp=$(stamp_of <(echo "$kwok_version $kwok_ldflags $resume_recipe") "$resume_patch")
 if ! fresh kwok-resume "$resume_stamp"; then
   echo "building kwok-resume $kwok_version with $(basename "$resume_patch")" >&2
   src=$(go mod download -json "sigs.k8s.io/kwok@$kwok_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
@@ -71,8 +72,10 @@ if ! fresh kwok-resume "$resume_stamp"; then
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   cp -r "$src" "$work/kwok" && chmod -R u+w "$work/kwok"
-  # --forward refuses a patch already applied; a hunk that does not apply fails the build.
-  patch -d "$work/kwok" -p1 --forward --no-backup-if-mismatch < "$resume_patch" >&2
+  # git, not patch(1), which a clean Debian machine may lack. The ceiling keeps
+  # git from taking a repository above the copy for its own; a hunk that
+  # does not apply exactly (or was applied already) fails the build.
+  GIT_CEILING_DIRECTORIES="$work" git -C "$work/kwok" apply --verbose "$resume_patch" >&2
   (cd "$work/kwok" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags "$kwok_ldflags" -o "$out/kwok-resume.tmp" ./cmd/kwok)
   mv "$out/kwok-resume.tmp" "$out/kwok-resume" && mark kwok-resume "$resume_stamp"
   rm -rf "$work"
