@@ -162,8 +162,8 @@ func createSchedulable(t *testing.T, client kubernetes.Interface, p kwok.NodePoo
 // (kube-apiserver's log says so) shows nothing and is made again with fresh
 // nodes, up to three times. The test runs kwok as released on a cluster of
 // its own: with the patched kwok, the default, such pods are a race (the
-// pass over the node's pods against kwok's Lease cache), none of 6 started
-// in 4 attempts alone and 5 or 6 of 6 in 3 attempts, so the harness's
+// pass over the node's pods against kwok's Lease cache, we think): none of
+// 6 started in four attempts, 5 and 6 of 6 in two others. The harness's
 // nudge stays, and only the release's behaviour is pinned here.
 func TestKwokNeverStartsPodsBoundBeforeItsNode(t *testing.T) {
 	kwoktest.Cluster(t)
