@@ -648,11 +648,7 @@ func (c *Core) Finish(run reports.Run, in FinishInput) reports.Run {
 			if n.NewPodAvailable.IsZero() {
 				continue
 			}
-			from := ro.Start
-			if !n.OldPodGone.IsZero() && n.OldPodGone.After(from) {
-				from = n.OldPodGone
-			}
-			out.Nodes = append(out.Nodes, reports.NodeLatency{Node: n.Node, Seconds: max(0, n.NewPodAvailable.Sub(from).Seconds())})
+			out.Nodes = append(out.Nodes, reports.NodeLatency{Node: n.Node, Seconds: nodeRolloutSeconds(ro.Start, n)})
 			if r, ok := replacement(ro.Start, n); ok {
 				out.Replacements = append(out.Replacements, r)
 			}
@@ -762,6 +758,25 @@ func (c *Core) faultBreakingWatches(start, end time.Time) string {
 		}
 	}
 	return ""
+}
+
+// nodeRolloutSeconds times one node's replacement from its turn to its new
+// pod available. Its turn is when the controller first acted on it: the old
+// pod's deletion, or the new pod's creation when that came first (maxSurge:
+// the new pod starts beside the old one, which goes only once it is
+// available, so timing from the deletion would read 0 on every node). Never
+// before the rollout's start; a node with no old pod (it joined) counts from
+// that start.
+func nodeRolloutSeconds(start time.Time, n oracle.NodeRollout) float64 {
+	from := start
+	turn := n.OldPodGone
+	if !turn.IsZero() && !n.NewPodCreated.IsZero() && n.NewPodCreated.Before(turn) {
+		turn = n.NewPodCreated
+	}
+	if turn.After(from) {
+		from = turn
+	}
+	return max(0, n.NewPodAvailable.Sub(from).Seconds())
 }
 
 // replacement splits a node's rollout latency when its old pod was deleted

@@ -64,3 +64,41 @@ func TestReplacementSplitsOnlyReplacedNodes(t *testing.T) {
 		})
 	}
 }
+
+func TestNodeRolloutSecondsCountFromTheNodesTurn(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
+	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	tests := []struct {
+		name string
+		node oracle.NodeRollout
+		want float64
+	}{
+		{
+			name: "no surge: from the old pod's deletion",
+			node: oracle.NodeRollout{OldPodGone: at(5), OldPodVanished: at(6), NewPodCreated: at(6.5), NewPodAvailable: at(8)},
+			want: 3,
+		},
+		{
+			name: "surge: from the new pod's creation, not the old pod's later deletion",
+			node: oracle.NodeRollout{OldPodGone: at(9), OldPodVanished: at(10), NewPodCreated: at(5), NewPodReady: at(7), NewPodAvailable: at(8)},
+			want: 3,
+		},
+		{
+			name: "a node that joined: from the rollout's start",
+			node: oracle.NodeRollout{NewPodCreated: at(4), NewPodAvailable: at(6)},
+			want: 6,
+		},
+		{
+			name: "old pod lost before the rollout: from its start",
+			node: oracle.NodeRollout{OldPodGone: at(-2), NewPodCreated: at(1), NewPodAvailable: at(2)},
+			want: 2,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nodeRolloutSeconds(start, tc.node); got != tc.want {
+				t.Errorf("nodeRolloutSeconds = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

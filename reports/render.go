@@ -405,7 +405,7 @@ func (a *analysis) faultsTable() (table, bool) {
 	return t, len(t.Rows) > 0
 }
 
-const nodeLatencyNote = "Seconds; every node of every successful repetition pooled; percentiles by nearest rank. A per-node rollout runs from the later of the update and the old pod's deletion to the new pod available. The replaced rows split it for each node whose old pod was gone before the new one appeared (no surge): the old pod's termination being finalized and the new pod starting are the cluster's time; from gone to new pod is the controller's (its reaction, and its own pacing of creates).\n"
+const nodeLatencyNote = "Seconds; every node of every successful repetition pooled; percentiles by nearest rank. A per-node rollout runs from the node's turn (its old pod's deletion or, with maxSurge, its new pod's creation if that came first; never before the update) to the new pod available. The replaced rows split it for each node whose old pod was gone before the new one appeared (no surge): the old pod's termination being finalized and the new pod starting are the cluster's time; from gone to new pod is the controller's (its reaction, and its own pacing of creates).\n"
 
 func (a *analysis) markdown() string {
 	var b strings.Builder
