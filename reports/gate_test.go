@@ -493,3 +493,35 @@ func TestGateLeftOutRunsCompareNothing(t *testing.T) {
 		})
 	}
 }
+
+// A baseline names the kwok it was measured on, and a run on another kwok is
+// not compared with it: even a run twice as slow then fails only for the
+// simulator, and a run on the same kwok is gated as before.
+func TestGateComparesOnlyOnTheBaselinesSimulator(t *testing.T) {
+	base := []float64{10.0, 10.4, 9.8, 10.1, 10.6, 9.9, 10.2, 10.3}
+	on := func(r *Report, kwok string) *Report { r.Versions.Kwok = kwok; return r }
+	baseline := NewBaseline(on(newReport(base, nil), "v0.8.0+watch-resume"), 1.25)
+	if baseline.Kwok != "v0.8.0+watch-resume" {
+		t.Fatalf("NewBaseline recorded kwok %q, want the report's", baseline.Kwok)
+	}
+	t.Run("same kwok", func(t *testing.T) {
+		g := Gate(on(newReport(scaled(base, 2), nil), "v0.8.0+watch-resume"), baseline)
+		if g.Pass || len(g.Checks) == 0 {
+			t.Errorf("a run twice as slow on the baseline's kwok: Pass %v with %d checks, want a regression", g.Pass, len(g.Checks))
+		}
+	})
+	t.Run("another kwok", func(t *testing.T) {
+		g := Gate(on(newReport(base, nil), "v0.8.0"), baseline)
+		if g.Pass || len(g.Checks) != 0 || len(g.Failures) != 1 || !strings.Contains(g.Failures[0], "measured on kwok v0.8.0+watch-resume and this run on kwok v0.8.0") {
+			t.Errorf("a run on another kwok: Pass %v, %d checks, failures %q; want one failure naming both and no comparison", g.Pass, len(g.Checks), g.Failures)
+		}
+	})
+	t.Run("baseline that does not say", func(t *testing.T) {
+		old := *baseline
+		old.Kwok = ""
+		g := Gate(on(newReport(base, nil), "v0.8.0"), &old)
+		if !g.Pass || len(g.Checks) == 0 || !slices.ContainsFunc(g.Warnings, func(w string) bool { return strings.Contains(w, "does not say which kwok") }) {
+			t.Errorf("an old baseline: Pass %v, %d checks, warnings %q; want compared with a warning", g.Pass, len(g.Checks), g.Warnings)
+		}
+	})
+}
