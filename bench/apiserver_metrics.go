@@ -21,8 +21,8 @@ import (
 // and its start order following pod names (reports/README.md, "What the
 // 5000-node stalls were").
 const (
-	MetricPodWatchesClosed  = "apiserver-pod-watches-closed"
-	MetricNodeWatchesClosed = "apiserver-node-watches-closed"
+	MetricPodWatchesClosed  = reports.MetricAPIServerPodWatchesClosed
+	MetricNodeWatchesClosed = reports.MetricAPIServerNodeWatchesClosed
 )
 
 // terminatedWatchersMetric is kube-apiserver's counter of watches it

@@ -525,3 +525,30 @@ func TestGateComparesOnlyOnTheBaselinesSimulator(t *testing.T) {
 		}
 	})
 }
+
+// What the cluster did on its own (watches closed, kwok watching again) is
+// reported but never baselined, so that no run can fail for it.
+func TestNewBaselineLeavesOutClusterRecords(t *testing.T) {
+	r := newReport([]float64{10, 11, 12, 13}, []float64{12, 12, 13, 14})
+	for i := range r.Runs {
+		r.Runs[i].Extra = []ExtraMetric{
+			{Name: MetricAPIServerPodWatchesClosed, Unit: "count", Value: float64(1 + i)},
+			{Name: MetricAPIServerNodeWatchesClosed, Unit: "count", Value: float64(1 + i)},
+			{Name: MetricKwokPodWatchCloses, Unit: "count", Value: float64(1 + i)},
+			{Name: MetricKwokPodWatchReplays, Unit: "count", Value: float64(1 + i)},
+			{Name: "throughput", Unit: "pods/s", Value: float64(50 + i)},
+		}
+	}
+	var keys []string
+	for _, e := range NewBaseline(r, 1.25).Entries {
+		keys = append(keys, e.Metric)
+	}
+	if !slices.Contains(keys, "extra:throughput") {
+		t.Fatalf("baseline metrics %q lack extra:throughput: the extras were not read", keys)
+	}
+	for _, k := range keys {
+		if IsClusterRecord(k) {
+			t.Errorf("the baseline holds %s, a count of what the cluster did", k)
+		}
+	}
+}

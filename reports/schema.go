@@ -507,6 +507,14 @@ const MetricKwokPodWatchReplays = "kwok-pod-watch-replays"
 // close replays nothing, so it is a record, not a warning.
 const MetricKwokPodWatchCloses = "kwok-pod-watch-closes"
 
+// MetricAPIServerPodWatchesClosed and MetricAPIServerNodeWatchesClosed are
+// the extra metrics counting the watches of pods and of nodes (any
+// client's) that kube-apiserver closed as unresponsive during a run.
+const (
+	MetricAPIServerPodWatchesClosed  = "apiserver-pod-watches-closed"
+	MetricAPIServerNodeWatchesClosed = "apiserver-node-watches-closed"
+)
+
 // ExtraMetric is an additional scalar measurement of a run.
 type ExtraMetric struct {
 	Name           string  `json:"name"`
