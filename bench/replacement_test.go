@@ -10,9 +10,14 @@ import (
 	"github.com/dsbench/dsbench/reports"
 )
 
-func TestReplacementSplitsOnlyReplacedNodes(t *testing.T) {
+// rolloutClock is a rollout's start and the time s seconds after it.
+func rolloutClock() (time.Time, func(s float64) time.Time) {
 	start := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
-	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	return start, func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+}
+
+func TestReplacementSplitsOnlyReplacedNodes(t *testing.T) {
+	start, at := rolloutClock()
 	tests := []struct {
 		name string
 		node oracle.NodeRollout
@@ -66,8 +71,7 @@ func TestReplacementSplitsOnlyReplacedNodes(t *testing.T) {
 }
 
 func TestNodeRolloutSecondsCountFromTheNodesTurn(t *testing.T) {
-	start := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
-	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	start, at := rolloutClock()
 	tests := []struct {
 		name string
 		node oracle.NodeRollout
