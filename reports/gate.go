@@ -48,9 +48,9 @@ type Baseline struct {
 	Created       time.Time `json:"created"`
 	GitCommit     string    `json:"gitCommit,omitempty"`
 	// Kwok is the simulator the baseline was measured on (the report's
-	// versions.kwok). A run on another one is not compared with it: the
-	// patched kwok changed ours's per-node rollout p99 relative to
-	// upstream's by ×1.6 with the controller unchanged.
+	// versions.kwok). A run on another one is not compared with it: a
+	// change of simulator moves the controllers' times unequally, and the
+	// comparison would judge the simulator as much as the controller.
 	Kwok string `json:"kwok,omitempty"`
 	// Tolerance is the default allowed worsening of the median, as a ratio (1.25 = 25% worse).
 	Tolerance float64 `json:"tolerance"`
