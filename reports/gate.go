@@ -150,7 +150,7 @@ func IsClusterShare(key string) bool {
 // IsClusterRecord says whether the metric counts what the cluster did on its
 // own: kube-apiserver closing watches it found unresponsive, kwok watching
 // again. Reported, never in a baseline: the simulator must not decide a
-// verdict, and the first baseline that held them (f7c2762) would have failed
+// verdict, and the first baseline that held them (f7c2762) could have failed
 // ours for closes of kwok's watch.
 func IsClusterRecord(key string) bool {
 	switch strings.TrimPrefix(key, "extra:") {
