@@ -252,8 +252,17 @@ func (c *Controller) deletePod(obj any) {
 	if pod == nil {
 		return
 	}
-	ds := c.resolveControllerRef(pod.Namespace, metav1.GetControllerOfNoCopy(pod))
+	ref := metav1.GetControllerOfNoCopy(pod)
+	ds := c.resolveControllerRef(pod.Namespace, ref)
 	if ds == nil {
+		if ref != nil && ref.Kind == controllerKind.Kind {
+			// The garbage collector deleting a pod of a deleted DaemonSet:
+			// a new one that selects it may be holding its node for it
+			// (staleOwnerOn).
+			for _, ds := range c.daemonSetsForPod(pod) {
+				c.enqueue(ds)
+			}
+		}
 		return
 	}
 	c.logger.V(4).Info("Pod deleted", "pod", klog.KObj(pod), "daemonset", klog.KObj(ds))

@@ -18,7 +18,8 @@ import (
 // adopted, patched or deleted, nor counted: the DaemonSet creates its own pod
 // beside it. Nor is an orphan that is being deleted adopted (upstream's
 // ControllerRefManager ignores it). Their events wake no DaemonSet of ours
-// but their owner's, so they cannot drive a loop.
+// but their owner's, so they cannot drive a loop; but the deletion of a pod
+// whose DaemonSet is gone wakes those that select it.
 func TestSyncLeavesPodsOfOtherControllersAlone(t *testing.T) {
 	ds := newDaemonSet("agent")
 	other := newDaemonSet("other")
@@ -35,7 +36,9 @@ func TestSyncLeavesPodsOfOtherControllersAlone(t *testing.T) {
 		{name: "a ReplicaSet's pod", pod: controlledBy("apps/v1", "ReplicaSet", "web-5d4f", "web-5d4f")},
 		{name: "a pod controlled by a ConfigMap", pod: controlledBy("v1", "ConfigMap", "holder", "holder")},
 		{name: "another DaemonSet's pod", pod: controlledBy("apps/v1", "DaemonSet", "other", "other"), wantQueued: []string{dsKey(other)}},
-		{name: "the pod of a DaemonSet of the same name since replaced", pod: controlledBy("apps/v1", "DaemonSet", "agent", "agent-before")},
+		// Its deletion, which happens once, wakes the DaemonSets that
+		// select it: one may hold its node for it (staleOwnerOn).
+		{name: "the pod of a DaemonSet of the same name since replaced", pod: controlledBy("apps/v1", "DaemonSet", "agent", "agent-before"), wantQueued: []string{dsKey(ds)}},
 		{name: "an orphan being deleted", pod: func(p *corev1.Pod) {
 			p.OwnerReferences = nil
 			p.DeletionTimestamp = ptr.To(metav1.NewTime(t0))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -131,11 +132,19 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 		c.recorder.Event(ds, e.Type, e.Reason, e.Message)
 	}
 
-	if held := holdCreatesBesideOrphans(claims, &p); held > 0 {
+	held := holdCreates(claims, &p, c.clock.Now())
+	if held.orphans > 0 {
 		// The next sync adopts them; the pod events that made them
 		// orphans enqueue it too, unless they came before the DaemonSet.
-		logger.V(2).Info("Orphans arrived while claiming; their nodes wait for the next sync", "nodes", held)
+		logger.V(2).Info("Orphans arrived while claiming; their nodes wait for the next sync", "nodes", held.orphans)
 		c.queue.Add(key)
+	}
+	if held.staleOwner > 0 {
+		// Their release or deletion enqueues us (updatePod, deletePod);
+		// the hold's end does if neither comes.
+		logger.V(2).Info("Pods of a deleted DaemonSet that the selector matches are on nodes; they wait for the garbage collector's release",
+			"nodes", held.staleOwner, "atMost", held.staleOwnerLeft)
+		c.queue.AddAfter(key, held.staleOwnerLeft)
 	}
 
 	// The writes go on without us: the next sync, woken by their events or
@@ -170,23 +179,40 @@ func (c *Controller) syncDaemonSet(ctx context.Context, key string) (err error) 
 	return errors.Join(errs...)
 }
 
-// holdCreatesBesideOrphans drops from p's creates the nodes where an orphan
-// arrived after the claim, and returns how many it dropped.
-func holdCreatesBesideOrphans(claims *claimer, p *plan.Plan) int {
+// heldCreates counts the nodes holdCreates dropped from a plan's creates.
+type heldCreates struct {
+	orphans    int // an orphan arrived after the claim
+	staleOwner int // a matching pod's controller is a deleted DaemonSet
+	// staleOwnerLeft is the longest the stale-owner hold may still last.
+	staleOwnerLeft time.Duration
+}
+
+// holdCreates drops from p's creates the nodes where an orphan arrived
+// after the claim (orphanArrivedOn) or where a matching pod of a deleted
+// DaemonSet may already be an orphan (staleOwnerOn): the next sync adopts
+// it rather than running a second daemon beside it.
+func holdCreates(claims *claimer, p *plan.Plan, now time.Time) heldCreates {
 	var kept []string // nil until a node is held: the plan's own slice is not ours to change
-	held := 0
+	var held heldCreates
 	for i, node := range p.Creates {
+		hold := claims.orphanArrivedOn(node)
+		if hold {
+			held.orphans++
+		} else if stale, left := claims.staleOwnerOn(node, now); stale {
+			hold = true
+			held.staleOwner++
+			held.staleOwnerLeft = max(held.staleOwnerLeft, left)
+		}
 		switch {
-		case claims.orphanArrivedOn(node):
+		case hold:
 			if kept == nil {
 				kept = append(make([]string, 0, len(p.Creates)), p.Creates[:i]...)
 			}
-			held++
 		case kept != nil:
 			kept = append(kept, node)
 		}
 	}
-	if held > 0 {
+	if kept != nil {
 		p.Creates = kept
 	}
 	return held

@@ -175,6 +175,200 @@ func TestSyncDoesNotCreateBesideAnOrphanThatArrivedDuringAdoption(t *testing.T) 
 	}
 }
 
+// A DaemonSet deleted with cascade orphan and created again at once: the
+// garbage collector released every pod before the old one was gone, but the
+// pod watch can trail the DaemonSet watch, and the new DaemonSet's first
+// sync then sees pods still controlled by the deleted one. Upstream ignores
+// them and creates beside them (164 duplicates in one run of
+// many-daemonsets at 1000 nodes); the node waits instead, for at most
+// staleOwnerHold after the DaemonSet's creation.
+func TestSyncHoldsNodesWhosePodsDaemonSetIsGone(t *testing.T) {
+	young := func(ds *appsv1.DaemonSet) { ds.CreationTimestamp = metav1.NewTime(t0.Add(-time.Second)) }
+	// staleOn is a pod on n1 that ds's selector matches, controlled by a
+	// DaemonSet of ds's name that the cache no longer has.
+	staleOn := func(ds *appsv1.DaemonSet) *corev1.Pod {
+		p := newPodFor(ds, "agent-old", "n1")
+		p.OwnerReferences[0].UID = "uid-deleted-agent"
+		return p
+	}
+	tests := []struct {
+		name string
+		ds   *appsv1.DaemonSet
+		// objs beside ds, its revision and nodes n1 and n2.
+		objs   func(ds *appsv1.DaemonSet) []runtime.Object
+		wantN1 bool // whether the sync creates on n1
+	}{{
+		name:   "its controller is gone",
+		ds:     newDaemonSet("agent", young),
+		objs:   func(ds *appsv1.DaemonSet) []runtime.Object { return []runtime.Object{staleOn(ds)} },
+		wantN1: false,
+	}, {
+		name: "its controller is being deleted with its pods orphaned",
+		ds:   newDaemonSet("agent", young),
+		objs: func(ds *appsv1.DaemonSet) []runtime.Object {
+			old := newDaemonSet("old-agent", func(old *appsv1.DaemonSet) {
+				old.Spec = ds.Spec
+				old.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+				old.Finalizers = []string{metav1.FinalizerOrphanDependents}
+			})
+			p := newPodFor(old, "agent-old", "n1")
+			return []runtime.Object{old, p}
+		},
+		wantN1: false,
+	}, {
+		// Its pods are deleted, not released: as upstream.
+		name: "its controller is being deleted in the foreground",
+		ds:   newDaemonSet("agent", young),
+		objs: func(ds *appsv1.DaemonSet) []runtime.Object {
+			old := newDaemonSet("old-agent", func(old *appsv1.DaemonSet) {
+				old.Spec = ds.Spec
+				old.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+				old.Finalizers = []string{metav1.FinalizerDeleteDependents}
+			})
+			return []runtime.Object{old, newPodFor(old, "agent-old", "n1")}
+		},
+		wantN1: true,
+	}, {
+		// Overlapping selectors: the other DaemonSet's pod is its own, as
+		// upstream.
+		name: "its controller is another live DaemonSet",
+		ds:   newDaemonSet("agent", young),
+		objs: func(ds *appsv1.DaemonSet) []runtime.Object {
+			other := newDaemonSet("other-agent", func(o *appsv1.DaemonSet) { o.Spec = ds.Spec })
+			return []runtime.Object{other, newPodFor(other, "agent-old", "n1")}
+		},
+		wantN1: true,
+	}, {
+		name: "it is terminating",
+		ds:   newDaemonSet("agent", young),
+		objs: func(ds *appsv1.DaemonSet) []runtime.Object {
+			p := staleOn(ds)
+			p.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+			return []runtime.Object{p}
+		},
+		wantN1: true,
+	}, {
+		name: "it failed",
+		ds:   newDaemonSet("agent", young),
+		objs: func(ds *appsv1.DaemonSet) []runtime.Object {
+			p := staleOn(ds)
+			p.Status.Phase = corev1.PodFailed
+			return []runtime.Object{p}
+		},
+		wantN1: true,
+	}, {
+		name: "the selector does not match it",
+		ds:   newDaemonSet("agent", young),
+		objs: func(ds *appsv1.DaemonSet) []runtime.Object {
+			p := staleOn(ds)
+			p.Labels = map[string]string{"app": "something-else"}
+			return []runtime.Object{p}
+		},
+		wantN1: true,
+	}, {
+		name: "its controller is a ReplicaSet that is gone",
+		ds:   newDaemonSet("agent", young),
+		objs: func(ds *appsv1.DaemonSet) []runtime.Object {
+			p := staleOn(ds)
+			p.OwnerReferences[0].Kind = "ReplicaSet"
+			return []runtime.Object{p}
+		},
+		wantN1: true,
+	}, {
+		// Past the hold, or a controller restarted long after: what the
+		// pod is waiting for may never come (no garbage collector).
+		name: "the DaemonSet is older than the hold",
+		ds: newDaemonSet("agent", func(ds *appsv1.DaemonSet) {
+			ds.CreationTimestamp = metav1.NewTime(t0.Add(-staleOwnerHold))
+		}),
+		objs:   func(ds *appsv1.DaemonSet) []runtime.Object { return []runtime.Object{staleOn(ds)} },
+		wantN1: true,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := append([]runtime.Object{tt.ds, currentRevision(t, tt.ds), newNode("n1", nil), newNode("n2", nil)}, tt.objs(tt.ds)...)
+			f := newFixture(t, objs)
+			if err := f.sync(dsKey(tt.ds)); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			want := []string{"create pods on n1", "create pods on n2", "update daemonsets/status agent"}
+			if !tt.wantN1 {
+				want = want[1:]
+			}
+			if diff := cmp.Diff(want, summarize(f.actions())); diff != "" {
+				t.Fatalf("actions (-want +got):\n%s", diff)
+			}
+			after := f.delayed.takeAfter()
+			wantAfter := dsKey(tt.ds) + " 4s" // the hold's end: created 1 s ago
+			if got := slices.Contains(after, wantAfter); got == tt.wantN1 {
+				t.Errorf("requeued after %q, want %q: %v", after, wantAfter, !tt.wantN1)
+			}
+		})
+	}
+}
+
+// The held node gets our pod once its old one is released (adopted), or
+// once the hold is over; its deletion by the garbage collector wakes us.
+func TestSyncStaleOwnerHoldEnds(t *testing.T) {
+	newFixtureWithStalePod := func(t *testing.T) (*fixture, *appsv1.DaemonSet, *corev1.Pod) {
+		ds := newDaemonSet("agent", func(ds *appsv1.DaemonSet) { ds.CreationTimestamp = metav1.NewTime(t0) })
+		stale := newPodFor(ds, "agent-old", "n1")
+		stale.OwnerReferences[0].UID = "uid-deleted-agent"
+		f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil), stale})
+		if err := f.sync(dsKey(ds)); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		if got := summarize(filterActions(f.actions(), "create")); len(got) != 0 {
+			t.Fatalf("first sync created %q, want the node held", got)
+		}
+		f.queued()
+		return f, ds, stale
+	}
+	t.Run("released", func(t *testing.T) {
+		f, ds, stale := newFixtureWithStalePod(t)
+		released := orphan(stale.DeepCopy())
+		released.ResourceVersion = "2"
+		f.addToCache(released)
+		f.c.updatePod(stale, released)
+		if got := f.queued(); !slices.Contains(got, dsKey(ds)) {
+			t.Fatalf("queued after the release = %q, want %s", got, dsKey(ds))
+		}
+		if err := f.sync(dsKey(ds)); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		want := []string{"get daemonsets agent", "patch pods agent-old", "update daemonsets/status agent"}
+		if diff := cmp.Diff(want, summarize(f.actions())); diff != "" {
+			t.Fatalf("actions (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("deleted by the garbage collector", func(t *testing.T) {
+		f, ds, stale := newFixtureWithStalePod(t)
+		if err := f.factory.Core().V1().Pods().Informer().GetIndexer().Delete(stale); err != nil {
+			t.Fatal(err)
+		}
+		f.c.deletePod(stale)
+		if got := f.queued(); !slices.Contains(got, dsKey(ds)) {
+			t.Fatalf("queued after the deletion = %q, want %s", got, dsKey(ds))
+		}
+		if err := f.sync(dsKey(ds)); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		if got := summarize(filterActions(f.actions(), "create")); !slices.Equal(got, []string{"create pods on n1"}) {
+			t.Fatalf("creates = %q, want one on n1", got)
+		}
+	})
+	t.Run("hold over", func(t *testing.T) {
+		f, ds, _ := newFixtureWithStalePod(t)
+		f.clock.Step(staleOwnerHold)
+		if err := f.sync(dsKey(ds)); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+		if got := summarize(filterActions(f.actions(), "create")); !slices.Equal(got, []string{"create pods on n1"}) {
+			t.Fatalf("creates = %q, want one on n1 beside the stale pod, as upstream", got)
+		}
+	})
+}
+
 // A pod of another namespace is never ours, however it names us. Counted as
 // ours, it would leave its node without our pod.
 func TestSyncIgnoresPodsOfOtherNamespaces(t *testing.T) {
