@@ -191,6 +191,18 @@ func TestSyncHoldsNodesWhosePodsDaemonSetIsGone(t *testing.T) {
 		p.OwnerReferences[0].UID = "uid-deleted-agent"
 		return p
 	}
+	// beingDeletedWith is a DaemonSet like ds being deleted with finalizer,
+	// and its pod on n1.
+	beingDeletedWith := func(finalizer string) func(ds *appsv1.DaemonSet) []runtime.Object {
+		return func(ds *appsv1.DaemonSet) []runtime.Object {
+			old := newDaemonSet("old-agent", func(old *appsv1.DaemonSet) {
+				old.Spec = ds.Spec
+				old.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+				old.Finalizers = []string{finalizer}
+			})
+			return []runtime.Object{old, newPodFor(old, "agent-old", "n1")}
+		}
+	}
 	tests := []struct {
 		name string
 		ds   *appsv1.DaemonSet
@@ -203,30 +215,15 @@ func TestSyncHoldsNodesWhosePodsDaemonSetIsGone(t *testing.T) {
 		objs:   func(ds *appsv1.DaemonSet) []runtime.Object { return []runtime.Object{staleOn(ds)} },
 		wantN1: false,
 	}, {
-		name: "its controller is being deleted with its pods orphaned",
-		ds:   newDaemonSet("agent", young),
-		objs: func(ds *appsv1.DaemonSet) []runtime.Object {
-			old := newDaemonSet("old-agent", func(old *appsv1.DaemonSet) {
-				old.Spec = ds.Spec
-				old.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
-				old.Finalizers = []string{metav1.FinalizerOrphanDependents}
-			})
-			p := newPodFor(old, "agent-old", "n1")
-			return []runtime.Object{old, p}
-		},
+		name:   "its controller is being deleted with its pods orphaned",
+		ds:     newDaemonSet("agent", young),
+		objs:   beingDeletedWith(metav1.FinalizerOrphanDependents),
 		wantN1: false,
 	}, {
 		// Its pods are deleted, not released: as upstream.
-		name: "its controller is being deleted in the foreground",
-		ds:   newDaemonSet("agent", young),
-		objs: func(ds *appsv1.DaemonSet) []runtime.Object {
-			old := newDaemonSet("old-agent", func(old *appsv1.DaemonSet) {
-				old.Spec = ds.Spec
-				old.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
-				old.Finalizers = []string{metav1.FinalizerDeleteDependents}
-			})
-			return []runtime.Object{old, newPodFor(old, "agent-old", "n1")}
-		},
+		name:   "its controller is being deleted in the foreground",
+		ds:     newDaemonSet("agent", young),
+		objs:   beingDeletedWith(metav1.FinalizerDeleteDependents),
 		wantN1: true,
 	}, {
 		// Overlapping selectors: the other DaemonSet's pod is its own, as
