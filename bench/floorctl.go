@@ -32,6 +32,8 @@ type FloorConfig struct {
 	InFlight int
 	// QPS, when > 0, caps the calls started per second.
 	QPS float64
+	// Bind is how its pods reach their nodes; "" means floor.BindNodeName.
+	Bind floor.Binding
 }
 
 // DefaultFloorInFlight is the floor's pacing when none is given.
@@ -39,7 +41,24 @@ const DefaultFloorInFlight = 32
 
 // Args describe the pacing for the report, as a command line would.
 func (c FloorConfig) Args() []string {
-	return []string{"--floor-inflight=" + strconv.Itoa(c.inFlight()), "--floor-qps=" + strconv.FormatFloat(c.QPS, 'f', -1, 64)}
+	return append([]string{"--floor-inflight=" + strconv.Itoa(c.inFlight()), "--floor-qps=" + strconv.FormatFloat(c.QPS, 'f', -1, 64)},
+		floorBindArgs(c.Bind)...)
+}
+
+// floorBindArgs name the binding when it is not the default, so that
+// reports from before the choice read the same.
+func floorBindArgs(b floor.Binding) []string {
+	if b == "" || b == floor.BindNodeName {
+		return nil
+	}
+	return []string{"--floor-bind=" + string(b)}
+}
+
+func (c FloorConfig) bind() floor.Binding {
+	if c.Bind == "" {
+		return floor.BindNodeName
+	}
+	return c.Bind
 }
 
 func (c FloorConfig) inFlight() int {
@@ -125,7 +144,7 @@ func (f *floorController) Restart(ctx context.Context) error {
 	f.forget()
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel, f.done = cancel, make(chan struct{})
-	f.log.Info("floor started", "inFlight", f.conf.inFlight(), "qps", f.conf.QPS)
+	f.log.Info("floor started", "inFlight", f.conf.inFlight(), "qps", f.conf.QPS, "bind", f.conf.bind())
 	go func() {
 		defer close(f.done)
 		f.loop(loopCtx)
@@ -309,7 +328,7 @@ func (f *floorController) do(ctx context.Context, c floorCall) {
 	case floorCreate:
 		method = "POST"
 		var p *corev1.Pod
-		p, err = f.client.CoreV1().Pods(c.ds.Namespace).Create(ctx, floor.NewPod(c.ds, c.node), metav1.CreateOptions{})
+		p, err = f.client.CoreV1().Pods(c.ds.Namespace).Create(ctx, floor.NewPod(c.ds, c.node, f.conf.bind()), metav1.CreateOptions{})
 		if err == nil {
 			created = p.Namespace + "/" + p.Name
 		}

@@ -21,9 +21,16 @@ import (
 )
 
 // One plan of the floor, issued by hand (no loop, no goroutines): it creates
-// a bound pod per must-run node, issues none twice while the view does not
-// show them, and forgets its expectations once it does.
+// a pod per must-run node, bound or pinned for kube-scheduler, issues none
+// twice while the view does not show them, and forgets its expectations
+// once it does, the pinned pods before any binding.
 func TestFloorExpectations(t *testing.T) {
+	for _, bind := range []floor.Binding{floor.BindNodeName, floor.BindScheduler} {
+		t.Run(string(bind), func(t *testing.T) { testFloorExpectations(t, bind) })
+	}
+}
+
+func testFloorExpectations(t *testing.T, bind floor.Binding) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(t0)
 	client := fake.NewClientset()
@@ -48,7 +55,7 @@ func TestFloorExpectations(t *testing.T) {
 	apply(oracle.Added, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}})
 	apply(oracle.Added, ds)
 
-	f := newFloorController(FloorConfig{}, client, clk, "", nil)
+	f := newFloorController(FloorConfig{Bind: bind}, client, clk, "", nil)
 
 	step := func() []floorCall {
 		in, dss, uids := f.input(w, clk.Now())
@@ -74,7 +81,14 @@ func TestFloorExpectations(t *testing.T) {
 	var nodes []string
 	for i := range list.Items {
 		p := &list.Items[i]
-		nodes = append(nodes, p.Spec.NodeName)
+		node := p.Spec.NodeName
+		if bind == floor.BindScheduler {
+			if node != "" || p.Spec.Affinity == nil || p.Spec.Affinity.NodeAffinity == nil {
+				t.Fatalf("pod %s: nodeName %q, affinity %+v; want unbound and pinned", p.Name, node, p.Spec.Affinity)
+			}
+			node = p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values[0]
+		}
+		nodes = append(nodes, node)
 		apply(oracle.Added, p)
 	}
 	if diff := cmp.Diff([]string{"n1", "n2"}, nodes); diff != "" {

@@ -59,6 +59,9 @@ type SuiteConfig struct {
 	// per second (0: no cap).
 	FloorInFlight []int
 	FloorQPS      float64
+	// FloorBind is how the floor's pods reach their nodes ("": by
+	// spec.nodeName).
+	FloorBind floor.Binding
 
 	// REST and Kubeconfig are the cluster; OwnsCluster says it is a local
 	// KWOK cluster the runner may reset (see Config).
@@ -146,7 +149,7 @@ func RunSuite(ctx context.Context, conf SuiteConfig) (*SuiteResult, error) {
 		}
 	}
 	for _, sc := range conf.Scenarios {
-		pacer := floorPacer{candidates: conf.FloorInFlight, qps: conf.FloorQPS}
+		pacer := floorPacer{candidates: conf.FloorInFlight, qps: conf.FloorQPS, bind: conf.FloorBind}
 		for _, slot := range runOrder(conf.Controllers, suiteRepetitions(sc, conf.Repetitions), conf.Interleave) {
 			if ctx.Err() != nil {
 				break
@@ -295,11 +298,12 @@ func runOrder(which []Controller, reps int, interleave bool) []runSlot {
 type floorPacer struct {
 	candidates []int
 	qps        float64
+	bind       floor.Binding
 	tried      map[int]float64 // candidate -> its trial's convergence seconds
 }
 
 func (p *floorPacer) next() FloorConfig {
-	return FloorConfig{InFlight: floor.ChooseInFlight(p.candidates, p.tried), QPS: p.qps}
+	return FloorConfig{InFlight: floor.ChooseInFlight(p.candidates, p.tried), QPS: p.qps, Bind: p.bind}
 }
 
 // record keeps a candidate's first run as its trial.
@@ -320,12 +324,12 @@ func (p *floorPacer) record(conf FloorConfig, run *reports.Run) {
 
 // floorArgs are the floor's settings for the report's parameters: the
 // candidates; each run records the one it used.
-func floorArgs(candidates []int, qps float64) []string {
+func floorArgs(candidates []int, qps float64, bind floor.Binding) []string {
 	s := make([]string, len(candidates))
 	for i, n := range candidates {
 		s[i] = strconv.Itoa(n)
 	}
-	return []string{"--floor-inflight=" + strings.Join(s, ","), "--floor-qps=" + strconv.FormatFloat(qps, 'f', -1, 64)}
+	return append([]string{"--floor-inflight=" + strings.Join(s, ","), "--floor-qps=" + strconv.FormatFloat(qps, 'f', -1, 64)}, floorBindArgs(bind)...)
 }
 
 // suiteReport is the report of a suite before any run: its parameters,
@@ -377,7 +381,7 @@ func suiteReport(conf SuiteConfig, now time.Time) *reports.Report {
 		c.Which = w
 		cp.Args = c.Args()
 		if w == Floor {
-			cp.Args = floorArgs(conf.FloorInFlight, conf.FloorQPS)
+			cp.Args = floorArgs(conf.FloorInFlight, conf.FloorQPS, conf.FloorBind)
 		}
 		cp.Binary = w.binary(conf.Binaries)
 		r.Params.Controllers = append(r.Params.Controllers, cp)

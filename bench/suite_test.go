@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/dsbench/dsbench/bench/floor"
 	"github.com/dsbench/dsbench/reports"
 	"github.com/dsbench/dsbench/scenarios"
 )
@@ -129,7 +130,7 @@ func TestSuiteReportControllers(t *testing.T) {
 		Scenarios: []*scenarios.Scenario{sc}, Controllers: []Controller{Ours, OursDirect, Floor},
 		Controller:    ControllerConfig{Workers: 7, QPS: 50, Burst: 100, ExtraArgs: []string{"--sync-delay=1s"}},
 		Binaries:      map[Controller]string{Ours: "/bin/ours", Upstream: "/bin/kcm"},
-		FloorInFlight: []int{32, 128}, FloorQPS: 2.5,
+		FloorInFlight: []int{32, 128}, FloorQPS: 2.5, FloorBind: floor.BindScheduler,
 		Kwok: &reports.KwokParams{Cluster: "dsbench", Parallelism: 8},
 	}
 	r := suiteReport(conf, now)
@@ -141,7 +142,7 @@ func TestSuiteReportControllers(t *testing.T) {
 	want := []reports.ControllerParams{
 		{Name: "ours", Binary: "/bin/ours", QPS: 50, Burst: 100, Workers: 7, Args: oursArgs},
 		{Name: "ours-direct", Binary: "/bin/ours", QPS: 50, Burst: 100, Workers: 7, Args: directArgs},
-		{Name: "floor", QPS: 50, Burst: 100, Workers: 7, Args: []string{"--floor-inflight=32,128", "--floor-qps=2.5"}},
+		{Name: "floor", QPS: 50, Burst: 100, Workers: 7, Args: []string{"--floor-inflight=32,128", "--floor-qps=2.5", "--floor-bind=scheduler"}},
 	}
 	if diff := cmp.Diff(want, r.Params.Controllers); diff != "" {
 		t.Errorf("controllers (-want +got):\n%s", diff)

@@ -43,6 +43,31 @@ const FloorNote = "The floor is the harness itself creating and deleting the pod
 	"paced only by its calls in flight: no scheduler, no status, no revisions, no informers. " +
 	"It is a lower bound for this cluster on this machine, not a competitor: ours/floor is how many times that bound ours takes."
 
+// FloorSchedulerNote replaces FloorNote when the floor let kube-scheduler
+// bind its pods (dsbench run --floor-bind=scheduler).
+const FloorSchedulerNote = "The floor is the harness itself creating and deleting the pods the oracle asks for, paced only by its calls in flight: no status, no revisions, no informers. " +
+	"This floor ran with --floor-bind=scheduler: its pods carry the node-affinity pin and kube-scheduler binds them, as it binds ours's and upstream's. " +
+	"It is a lower bound, on this cluster and machine, for a controller that lets kube-scheduler bind its pods, not a competitor: ours/floor is how many times that bound ours takes."
+
+// FloorSchedulerCeilingNote follows CeilingNote when the floor let
+// kube-scheduler bind.
+const FloorSchedulerCeilingNote = "With this floor the bound holds for the controllers that let kube-scheduler bind (ours, upstream), not for ours-direct."
+
+// FloorSchedulerDirectNote replaces FloorDirectNote when the floor let
+// kube-scheduler bind.
+const FloorSchedulerDirectNote = "This floor lets kube-scheduler bind its pods and ours-direct binds by spec.nodeName: ours-direct/floor below 1 is what skipping the scheduler saves, not a controller beating the cluster."
+
+// FloorBindsByScheduler reports whether the report's floor let
+// kube-scheduler bind its pods.
+func FloorBindsByScheduler(r *Report) bool {
+	for _, c := range r.Params.Controllers {
+		if c.Name == ControllerFloor {
+			return slices.Contains(c.Args, "--floor-bind=scheduler")
+		}
+	}
+	return false
+}
+
 // CeilingNote says what the upstream/floor column of the floor comparison
 // means.
 const CeilingNote = "Paired upstream/floor is how many times the floor upstream takes, over the same pairs of repetitions: " +
@@ -56,14 +81,21 @@ const FloorDirectNote = "The floor binds its pods by spec.nodeName, as ours-dire
 // CompareFloor compares the floor (A) with ours (B) for every case the floor
 // ran; it has no rows when it never did.
 func CompareFloor(r *Report, opt Options) Comparison {
-	return compareFloor(r, opt, Comparison{Title: "ours vs the floor", ALabel: ControllerFloor, BLabel: ControllerOurs, Note: FloorNote})
+	note := FloorNote
+	if FloorBindsByScheduler(r) {
+		note = FloorSchedulerNote
+	}
+	return compareFloor(r, opt, Comparison{Title: "ours vs the floor", ALabel: ControllerFloor, BLabel: ControllerOurs, Note: note})
 }
 
 // CompareFloorDirect compares the floor (A) with ours-direct (B) for every
 // case both ran; it has no rows when they never did.
 func CompareFloorDirect(r *Report, opt Options) Comparison {
-	c := compareFloor(r, opt, Comparison{Title: "ours-direct vs the floor", ALabel: ControllerFloor, BLabel: ControllerOursDirect,
-		Note: strings.ReplaceAll(FloorNote, "ours/floor", "ours-direct/floor") + " " + FloorDirectNote})
+	note := strings.ReplaceAll(FloorNote, "ours/floor", "ours-direct/floor") + " " + FloorDirectNote
+	if FloorBindsByScheduler(r) {
+		note = strings.ReplaceAll(FloorSchedulerNote, "ours/floor", "ours-direct/floor") + " " + FloorSchedulerDirectNote
+	}
+	c := compareFloor(r, opt, Comparison{Title: "ours-direct vs the floor", ALabel: ControllerFloor, BLabel: ControllerOursDirect, Note: note})
 	groups := Groups(r)
 	c.Rows = slices.DeleteFunc(c.Rows, func(row Row) bool { return findGroup(groups, row.Case, ControllerOursDirect) == nil })
 	return c
@@ -87,6 +119,9 @@ func compareFloor(r *Report, opt Options, c Comparison) Comparison {
 	}
 	if c.ceiling() {
 		c.Note += " " + CeilingNote
+		if FloorBindsByScheduler(r) {
+			c.Note += " " + FloorSchedulerCeilingNote
+		}
 	}
 	return c
 }

@@ -128,3 +128,40 @@ func TestCompareFloorDirect(t *testing.T) {
 		}
 	}
 }
+
+// A floor that let kube-scheduler bind is described as one: the note of
+// either comparison says so, and none says the floor binds its pods itself.
+func TestCompareFloorBoundByScheduler(t *testing.T) {
+	r := newReport([]float64{20, 22, 21, 19, 20}, []float64{30, 31, 29, 33, 30})
+	for i, v := range []float64{10, 11, 10, 9, 10} {
+		r.Runs = append(r.Runs, newRun("s", ControllerFloor, i, v), newRun("s", ControllerOursDirect, i, v*0.9))
+	}
+	r.Params.Interleaved = true
+	for _, tc := range []struct {
+		args          []string
+		scheduler     bool
+		want, wantNot []string
+	}{
+		{args: []string{"--floor-inflight=32", "--floor-qps=0"},
+			want: []string{FloorNote, FloorDirectNote, CeilingNote}, wantNot: []string{"--floor-bind=scheduler"}},
+		{args: []string{"--floor-inflight=32", "--floor-qps=0", "--floor-bind=scheduler"}, scheduler: true,
+			want:    []string{FloorSchedulerNote, FloorSchedulerDirectNote, CeilingNote + " " + FloorSchedulerCeilingNote},
+			wantNot: []string{FloorNote, FloorDirectNote, "bound to their nodes"}},
+	} {
+		r.Params.Controllers = []ControllerParams{{Name: ControllerOurs}, {Name: ControllerUpstream}, {Name: ControllerOursDirect}, {Name: ControllerFloor, Args: tc.args}}
+		if got := FloorBindsByScheduler(r); got != tc.scheduler {
+			t.Errorf("%v: FloorBindsByScheduler = %v", tc.args, got)
+		}
+		notes := CompareFloor(r, DefaultOptions()).Note + "\n" + CompareFloorDirect(r, DefaultOptions()).Note
+		for _, want := range tc.want {
+			if !strings.Contains(notes, want) {
+				t.Errorf("%v: the floor's notes lack %q:\n%s", tc.args, want, notes)
+			}
+		}
+		for _, not := range tc.wantNot {
+			if strings.Contains(notes, not) {
+				t.Errorf("%v: the floor's notes say %q:\n%s", tc.args, not, notes)
+			}
+		}
+	}
+}

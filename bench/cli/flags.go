@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/dsbench/dsbench/bench"
+	"github.com/dsbench/dsbench/bench/floor"
 	"github.com/dsbench/dsbench/kwok"
 	"github.com/dsbench/dsbench/reports"
 	"github.com/dsbench/dsbench/scenarios"
@@ -188,8 +189,11 @@ func (f *runFlags) validate(fs *pflag.FlagSet, e *flagErrors) {
 		}
 	}
 	e.rate("floor-qps", f.floorQPS)
+	if _, bindErr := floor.ParseBinding(f.floorBind); bindErr != nil {
+		e.add("floor-bind", f.floorBind, "want %q or %q", floor.BindNodeName, floor.BindScheduler)
+	}
 	if err == nil && !slices.Contains(which, bench.Floor) {
-		for _, flag := range []string{"floor-inflight", "floor-qps"} {
+		for _, flag := range []string{"floor-inflight", "floor-qps", "floor-bind"} {
 			if fs.Changed(flag) {
 				e.conflict(flag, "controller "+f.controllers, "it paces the floor, which is not measured")
 			}

@@ -108,6 +108,8 @@ func TestRunFlags(t *testing.T) {
 		{"negative floor pacing", run("--controller", "floor", "--floor-inflight", "-8"), []string{"--floor-inflight -8"}},
 		{"negative floor qps", run("--controller", "floor", "--floor-qps", "-1"), []string{"--floor-qps -1"}},
 		{"floor pacing without the floor", run("--floor-inflight", "8"), []string{"--floor-inflight with --controller ours"}},
+		{"unknown floor binding", run("--controller", "floor", "--floor-bind", "kubelet"), []string{`--floor-bind "kubelet"`, `want "direct" or "scheduler"`}},
+		{"floor binding without the floor", run("--floor-bind", "scheduler"), []string{"--floor-bind with --controller ours"}},
 		{"bad warmup", run("--warmup", "yes"), []string{`--warmup "yes"`, `"on", "off" or "auto"`}},
 		{"negative sync delay", run("--sync-delay", "-1s"), []string{"--sync-delay -1s"}},
 		{"sync delay without ours", run("--controller", "upstream", "--sync-delay", "1s"), []string{"--sync-delay with --controller upstream"}},

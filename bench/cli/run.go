@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/dsbench/dsbench/bench"
+	"github.com/dsbench/dsbench/bench/floor"
 	"github.com/dsbench/dsbench/kwok"
 	"github.com/dsbench/dsbench/reports"
 	"github.com/dsbench/dsbench/scenarios"
@@ -42,6 +43,7 @@ type runFlags struct {
 	// floorInFlight are the floor's pacings to try (see floorPacer).
 	floorInFlight []int
 	floorQPS      float64
+	floorBind     string
 }
 
 // register adds the flags of run and bench; defaultBaseline is the baseline
@@ -63,6 +65,7 @@ func (f *runFlags) registerPlay(fs *pflag.FlagSet, env Env, defaultControllers s
 	fs.StringVar(&f.controllers, "controller", defaultControllers, "controllers to measure, interleaved: ours, ours-direct (ours with --bind-mode=direct), upstream, floor (the cluster's own limit, see README), a comma list, or both (ours,upstream); or external alone, with --kubeconfig: the controller already running on that cluster, which the harness does not start")
 	fs.IntSliceVar(&f.floorInFlight, "floor-inflight", []int{bench.DefaultFloorInFlight}, "the floor's API calls in flight: each value is tried on one repetition in turn, then the fastest is kept (e.g. 8,32,128)")
 	fs.Float64Var(&f.floorQPS, "floor-qps", 0, "cap the floor's API calls per second (0: no cap)")
+	fs.StringVar(&f.floorBind, "floor-bind", string(floor.BindNodeName), "how the floor's pods reach their nodes: direct (spec.nodeName, as ours-direct) or scheduler (pinned by node affinity and bound by kube-scheduler, as ours and upstream): the floor of a controller that pays the scheduler")
 	fs.IntVar(&f.reps, "repetitions", 0, "repetitions per scenario and controller (0: the scenario's own)")
 	fs.IntVar(&f.workers, "workers", 5, "concurrent DaemonSet syncs, the same for both controllers")
 	fs.Float64Var(&f.qps, "kube-api-qps", 0, "controller client QPS, the same for both (0: unlimited)")
@@ -317,7 +320,7 @@ func (st *stage) suite(nodes int, outDir, journalDir string) bench.SuiteConfig {
 	conf := bench.SuiteConfig{
 		Scenarios: st.scs, Controllers: st.which, Nodes: nodes, Repetitions: f.reps, Interleave: f.interleave, Warmup: f.warmsUp(st.scs, nodes),
 		Controller: ctrl, Binaries: st.binaries,
-		FloorInFlight: f.floorInFlight, FloorQPS: f.floorQPS,
+		FloorInFlight: f.floorInFlight, FloorQPS: f.floorQPS, FloorBind: floor.Binding(f.floorBind),
 		REST: st.cfg, Kubeconfig: st.kubeconfig, OwnsCluster: st.cluster != nil, ClusterFaults: clusterFaults(st.cluster),
 		OutBase: f.outBase, OutDir: outDir, Baseline: f.baseline, JournalDir: journalDir,
 		Progress: bench.NewProgress(env.Stderr, st.interactive),

@@ -1,6 +1,7 @@
 package floor
 
 import (
+	"fmt"
 	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,11 +15,33 @@ import (
 // (extensions/v1beta1.DaemonSetTemplateGenerationKey).
 const templateGenerationLabel = "pod-template-generation"
 
+// Binding is how the floor's pods reach their nodes.
+type Binding string
+
+const (
+	// BindNodeName sets spec.nodeName at creation: no scheduler, as ours
+	// with --bind-mode=direct.
+	BindNodeName Binding = "direct"
+	// BindScheduler pins the pod to its node by required node affinity and
+	// leaves the binding to kube-scheduler, as upstream and ours do: a floor
+	// for controllers that pay the scheduler.
+	BindScheduler Binding = "scheduler"
+)
+
+// ParseBinding accepts "direct" and "scheduler".
+func ParseBinding(s string) (Binding, error) {
+	switch b := Binding(s); b {
+	case BindNodeName, BindScheduler:
+		return b, nil
+	}
+	return "", fmt.Errorf("binding %q is neither %q nor %q", s, BindNodeName, BindScheduler)
+}
+
 // NewPod builds the DaemonSet's pod for node as a DaemonSet controller
-// would, but bound: the template's metadata and spec, spec.nodeName set (no
-// scheduler), the tolerations every daemon pod gets, the revision labels
-// the oracle compares, and a controller reference to the DaemonSet.
-func NewPod(ds *appsv1.DaemonSet, node string) *corev1.Pod {
+// would: the template's metadata and spec, the tolerations every daemon pod
+// gets, the revision labels the oracle compares, a controller reference to
+// the DaemonSet, and spec.nodeName or the node-affinity pin as bind says.
+func NewPod(ds *appsv1.DaemonSet, node string, bind Binding) *corev1.Pod {
 	t := ds.Spec.Template.DeepCopy()
 	labels := maps.Clone(t.Labels)
 	if labels == nil {
@@ -41,13 +64,35 @@ func NewPod(ds *appsv1.DaemonSet, node string) *corev1.Pod {
 		},
 		Spec: t.Spec,
 	}
-	pod.Spec.NodeName = node
+	if bind == BindScheduler {
+		pod.Spec.Affinity = pinToNode(pod.Spec.Affinity, node)
+	} else {
+		pod.Spec.NodeName = node
+	}
 	for _, tol := range daemonTolerations(pod.Spec.HostNetwork) {
 		if !hasToleration(pod.Spec.Tolerations, tol) {
 			pod.Spec.Tolerations = append(pod.Spec.Tolerations, tol)
 		}
 	}
 	return pod
+}
+
+// pinToNode makes the required node affinity a single term matching the
+// node's name, as upstream pins a daemon pod for kube-scheduler
+// (util.ReplaceDaemonSetPodNodeNameNodeAffinity): the template's own
+// required terms were the eligibility the oracle already decided, and its
+// preferred terms stay.
+func pinToNode(a *corev1.Affinity, node string) *corev1.Affinity {
+	pin := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
+		{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}
+	if a == nil {
+		a = &corev1.Affinity{}
+	}
+	if a.NodeAffinity == nil {
+		a.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = pin
+	return a
 }
 
 // daemonTolerations are the tolerations upstream's DaemonSet controller adds
