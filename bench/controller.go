@@ -126,7 +126,7 @@ type ControllerConfig struct {
 	ExtraArgs []string
 	// Env is added to the runner's environment (for example DSBENCH_MUTANT).
 	Env []string
-	// Floor paces the floor, which ignores everything above.
+	// Floor paces the floor and sets its binding; it ignores everything above.
 	Floor FloorConfig
 }
 

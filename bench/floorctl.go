@@ -24,7 +24,7 @@ import (
 	"github.com/dsbench/dsbench/scenarios"
 )
 
-// FloorConfig paces the floor controller (see Floor).
+// FloorConfig paces the floor controller and says how it binds (see Floor).
 type FloorConfig struct {
 	// InFlight bounds the API calls (creates, deletes, adoptions) under way
 	// at once; <= 0 means DefaultFloorInFlight. On a small machine the

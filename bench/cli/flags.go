@@ -195,7 +195,7 @@ func (f *runFlags) validate(fs *pflag.FlagSet, e *flagErrors) {
 	if err == nil && !slices.Contains(which, bench.Floor) {
 		for _, flag := range []string{"floor-inflight", "floor-qps", "floor-bind"} {
 			if fs.Changed(flag) {
-				e.conflict(flag, "controller "+f.controllers, "it paces the floor, which is not measured")
+				e.conflict(flag, "controller "+f.controllers, "it sets up the floor, which is not measured")
 			}
 		}
 	}
