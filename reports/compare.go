@@ -103,7 +103,10 @@ func CompareFloorDirect(r *Report, opt Options) Comparison {
 
 // compareFloor fills c, whose A is the floor, for every case the floor ran,
 // with upstream/floor beside each row when upstream ran too.
+// The floor's pacing trials are left out (FloorTrials).
 func compareFloor(r *Report, opt Options, c Comparison) Comparison {
+	trials, unfinished := floorSearches(r)
+	r = withoutFloorTrials(r, trials)
 	c = compareControllers(r, opt, c, ControllerFloor)
 	groups := Groups(r)
 	for i := range c.Rows {
@@ -122,6 +125,9 @@ func compareFloor(r *Report, opt Options, c Comparison) Comparison {
 		if FloorBindsByScheduler(r) {
 			c.Note += " " + FloorSchedulerCeilingNote
 		}
+	}
+	if note := FloorTrialsNote(trials, unfinished); len(c.Rows) > 0 && note != "" {
+		c.Note += " " + note
 	}
 	return c
 }

@@ -1,6 +1,8 @@
 package reports
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -163,5 +165,95 @@ func TestCompareFloorBoundByScheduler(t *testing.T) {
 				t.Errorf("%v: the floor's notes say %q:\n%s", tc.args, not, notes)
 			}
 		}
+	}
+}
+
+// floorRuns are the floor's runs of scenario s, one per pacing given, each
+// taking seconds[i].
+func floorRuns(scenario string, pacings []string, seconds []float64) []Run {
+	var runs []Run
+	for i, p := range pacings {
+		run := newRun(scenario, ControllerFloor, i, seconds[i])
+		if p != "" {
+			run.ControllerArgs = []string{"--floor-inflight=" + p}
+		}
+		runs = append(runs, run)
+	}
+	return runs
+}
+
+// The pacing with the most runs is the one the floor's search kept; a run at
+// another is a trial. Each pacing once means the search never finished.
+func TestFloorTrials(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		pacings    []string
+		want       []FloorTrial
+		unfinished bool
+	}{
+		{"the first of two lost", []string{"32", "128", "128", "128", "128"},
+			[]FloorTrial{{Case{"s", 100}, 0, "32", "128"}}, false},
+		{"the second of two lost", []string{"32", "128", "32"},
+			[]FloorTrial{{Case{"s", 100}, 1, "128", "32"}}, false},
+		{"two of three lost", []string{"8", "32", "128", "32", "32"},
+			[]FloorTrial{{Case{"s", 100}, 0, "8", "32"}, {Case{"s", 100}, 2, "128", "32"}}, false},
+		{"one pacing", []string{"32", "32", "32"}, nil, false},
+		{"each tried once", []string{"8", "32", "128"}, nil, true},
+		{"a tie", []string{"32", "128", "32", "128"}, nil, true},
+		{"none recorded", []string{"", "", ""}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newReport([]float64{20, 20, 20, 20, 20}, nil)
+			r.Runs = append(r.Runs, floorRuns("s", tc.pacings, []float64{10, 10, 10, 10, 10})...)
+			// Another case's floor, all at one pacing, adds no trial.
+			r.Runs = append(r.Runs, floorRuns("other", []string{"128", "128"}, []float64{10, 10})...)
+			if got := FloorTrials(r); !slices.Equal(got, tc.want) {
+				t.Errorf("FloorTrials = %+v, want %+v", got, tc.want)
+			}
+			var wantUnfinished []Case
+			if tc.unfinished {
+				wantUnfinished = []Case{{"s", 100}}
+			}
+			if got := FloorSearchesUnfinished(r); !slices.Equal(got, wantUnfinished) {
+				t.Errorf("FloorSearchesUnfinished = %v, want %v", got, wantUnfinished)
+			}
+			r.Runs = append(r.Runs, newRun("s", ControllerUpstream, 0, 20))
+			note := CompareFloor(r, DefaultOptions()).Note
+			if got := strings.Contains(note, "did not finish in s (nodes=100)"); got != tc.unfinished {
+				t.Errorf("the floor comparison's note says the search did not finish: %v, want %v:\n%s", got, tc.unfinished, note)
+			}
+		})
+	}
+}
+
+// A trial at a pacing that lost is slow: left in, it would pull ours/floor
+// and upstream/floor down. The comparisons pair only the kept pacing's runs
+// and say which they left out.
+func TestCompareFloorLeavesOutTrials(t *testing.T) {
+	r := newReport([]float64{22, 22, 22, 22, 22}, []float64{33, 33, 33, 33, 33})
+	r.Runs = append(r.Runs, floorRuns("s", []string{"8", "32", "32", "32", "32"}, []float64{60, 11, 11, 11, 11})...)
+	for i := range 5 {
+		r.Runs = append(r.Runs, newRun("s", ControllerOursDirect, i, 11))
+	}
+	r.Params.Interleaved = true
+	for _, c := range []Comparison{CompareFloor(r, DefaultOptions()), CompareFloorDirect(r, DefaultOptions())} {
+		conv := pairedConvergeRow(t, c.Rows, 4)
+		want := 22.0 / 11
+		if c.BLabel == ControllerOursDirect {
+			want = 1
+		}
+		if math.Abs(conv.Paired.Ratio-want) > 1e-9 {
+			t.Errorf("%s: paired %s/floor = %.3f, want %.3f (the trial at 8 in flight left out)", c.Title, c.BLabel, conv.Paired.Ratio, want)
+		}
+		if conv.Ceiling == nil || conv.Ceiling.N != 4 || math.Abs(conv.Ceiling.Ratio-3) > 1e-9 {
+			t.Errorf("%s: upstream/floor = %+v, want 3 over 4 pairs", c.Title, conv.Ceiling)
+		}
+		if !strings.Contains(c.Note, "s (nodes=100) repetition 0 at 8 calls in flight (kept 32)") {
+			t.Errorf("%s: the note does not say which run was left out:\n%s", c.Title, c.Note)
+		}
+	}
+	// ours/upstream keeps every pair.
+	if conv := pairedConvergeRow(t, CompareControllers(r, DefaultOptions()).Rows, 5); math.Abs(conv.Paired.Ratio-22.0/33) > 1e-9 {
+		t.Errorf("ours/upstream = %.3f, want %.3f", conv.Paired.Ratio, 22.0/33)
 	}
 }

@@ -274,6 +274,7 @@ func AnalyzeScale(sources []ScaleSource, now time.Time, opt ScaleOptions) (*Scal
 	}
 	dupes := map[[2]string]*duplicate{}
 	var dupeOrder [][2]string
+	var trialNotes []string
 
 	for _, src := range sources {
 		r := src.Report
@@ -291,8 +292,15 @@ func AnalyzeScale(sources []ScaleSource, now time.Time, opt ScaleOptions) (*Scal
 			}
 		}
 		info := ScaleSourceInfo{Path: src.name(), GeneratedAt: r.GeneratedAt, GitCommit: r.Versions.GitCommit, GitDirty: r.Versions.GitDirty, RunCount: len(r.Runs)}
+		trials, unfinished := floorSearches(r)
+		if note := FloorTrialsNote(trials, unfinished); note != "" {
+			trialNotes = append(trialNotes, src.name()+": "+strings.Replace(note, "these rows, and of their pairs", "the floor's points", 1))
+		}
 		for i := range r.Runs {
 			run := &r.Runs[i]
+			if isFloorTrial(trials, run) {
+				continue
+			}
 			nodes := runNodes(r, run)
 			if nodes <= 0 {
 				errs = append(errs, fmt.Errorf("%s: run %s has no node count (nor has its scenario or the report)", src.Path, run.ID()))
@@ -399,7 +407,7 @@ func AnalyzeScale(sources []ScaleSource, now time.Time, opt ScaleOptions) (*Scal
 			}
 		}
 	}
-	s.Notes = scaleNotes(sources, s.Runs)
+	s.Notes = append(scaleNotes(sources, s.Runs), trialNotes...)
 	return s, nil
 }
 

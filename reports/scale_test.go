@@ -513,3 +513,33 @@ func TestAnalyzeScaleKeepsEveryController(t *testing.T) {
 		}
 	}
 }
+
+// A floor run at a pacing its search did not keep is no point of the floor's
+// curve, and the notes say it was left out.
+func TestAnalyzeScaleLeavesOutFloorTrials(t *testing.T) {
+	var small, large []Run
+	for rep, p := range []string{"32", "128", "128"} {
+		run := scaleRun("s", ControllerFloor, rep, 100, 2, 1)
+		run.ControllerArgs = []string{"--floor-inflight=" + p}
+		if rep == 0 {
+			run.Steps[0].Seconds = 50
+		}
+		small = append(small, run)
+		large = append(large, scaleRun("s", ControllerFloor, rep, 1000, 11, 5))
+	}
+	s, err := AnalyzeScale([]ScaleSource{{Path: "a/report.json", Report: scaleReport(small...)}, {Path: "b/report.json", Report: scaleReport(large...)}},
+		time.Date(2026, 1, 4, 0, 0, 0, 0, time.UTC), DefaultScaleOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := findSeries(t, s, "s", ControllerFloor, "step:create")
+	if p := create.Points[0]; p.Runs != 2 || p.Missing != 0 || !slices.Equal(p.Values, []float64{2, 2}) {
+		t.Errorf("the floor at 100 nodes: %d runs, %d missing, values %v; want 2, 0, [2 2] (the trial at 32 left out)", p.Runs, p.Missing, p.Values)
+	}
+	if p := create.Points[1]; p.Runs != 3 {
+		t.Errorf("the floor at 1000 nodes, one pacing recorded: %d runs, want 3", p.Runs)
+	}
+	if len(s.Notes) != 1 || !strings.Contains(s.Notes[0], "a/report.json: Left out of the floor's points") || !strings.Contains(s.Notes[0], "repetition 0 at 32 calls in flight (kept 128)") {
+		t.Errorf("notes %q, want one naming the trial left out", s.Notes)
+	}
+}
