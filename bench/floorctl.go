@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -70,7 +71,8 @@ func (c FloorConfig) inFlight() int {
 
 // Floor timing: how often the loop looks for work, how often it re-plans
 // with no new event (availability can change by time alone), and how long
-// an expectation waits for the view before it is dropped.
+// an expectation waits for the view, once its call has answered, before it
+// is dropped.
 const (
 	floorTick       = 20 * time.Millisecond
 	floorIdleReplan = 250 * time.Millisecond
@@ -105,8 +107,18 @@ type floorController struct {
 }
 
 type floorExpectation struct {
-	at   time.Time
-	name string // a create's pod name, once the API answered
+	// answered is when the call returned; zero while it is in flight. A
+	// call in flight never expires: on a saturated API server a create can
+	// wait in its queue for longer than the TTL and still succeed, and
+	// dropping its expectation then made a second pod on 115 nodes.
+	answered time.Time
+	name     string // a create's pod name, once the API answered
+}
+
+// expired says whether the view has not shown the call's effect for the
+// TTL since it answered.
+func (e floorExpectation) expired(now time.Time) bool {
+	return !e.answered.IsZero() && now.Sub(e.answered) > floorExpectTTL
 }
 
 // newFloorController returns a floor that is not running yet.
@@ -243,7 +255,7 @@ func (f *floorController) loop(ctx context.Context) {
 			if free == 0 || f.conf.QPS > 0 && tokens < 1 {
 				break
 			}
-			if !f.expect(call, now) {
+			if !f.expect(call) {
 				continue
 			}
 			free--
@@ -293,14 +305,14 @@ func (f *floorController) planCalls(plan floor.Plan, dss map[string]*appsv1.Daem
 }
 
 // expect records the call as under way, or says it already is.
-func (f *floorController) expect(c floorCall, now time.Time) bool {
+func (f *floorController) expect(c floorCall) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m := f.expectations(c.kind)
 	if _, ok := m[c.key]; ok {
 		return false
 	}
-	m[c.key] = floorExpectation{at: now}
+	m[c.key] = floorExpectation{}
 	return true
 }
 
@@ -349,6 +361,17 @@ func (f *floorController) do(ctx context.Context, c floorCall) {
 	f.requests[method]++
 	f.dirty = true
 	m := f.expectations(c.kind)
+	if err != nil && ctx.Err() == nil && mayStillHappen(err) {
+		// The API server may still carry the call out, as upstream's
+		// controller assumes of a create that timed out: wait for the view
+		// for the TTL, as after an answer.
+		if e, ok := m[c.key]; ok {
+			e.answered = f.clock.Now()
+			m[c.key] = e
+		}
+		f.log.Warn("floor call timed out", "method", method, "daemonSet", c.ds.Namespace+"/"+c.ds.Name, "node", c.node, "pod", c.pod, "err", err)
+		return
+	}
 	if err != nil {
 		delete(m, c.key)
 		if ctx.Err() == nil {
@@ -356,8 +379,8 @@ func (f *floorController) do(ctx context.Context, c floorCall) {
 		}
 		return
 	}
-	if e, ok := m[c.key]; ok && created != "" {
-		e.name = created
+	if e, ok := m[c.key]; ok {
+		e.answered, e.name = f.clock.Now(), created
 		m[c.key] = e
 	}
 }
@@ -374,17 +397,17 @@ func (f *floorController) input(w *oracle.World, now time.Time) (floor.Input, ma
 				continue
 			}
 		}
-		if now.Sub(e.at) > floorExpectTTL {
+		if e.expired(now) {
 			delete(f.creating, key)
 		}
 	}
 	for key, e := range f.deleting {
-		if p, ok := w.Pod(key); !ok || p.DeletionTimestamp != nil || now.Sub(e.at) > floorExpectTTL {
+		if p, ok := w.Pod(key); !ok || p.DeletionTimestamp != nil || e.expired(now) {
 			delete(f.deleting, key)
 		}
 	}
 	for key, e := range f.adopting {
-		if p, ok := w.Pod(key); !ok || metav1.GetControllerOf(p) != nil || now.Sub(e.at) > floorExpectTTL {
+		if p, ok := w.Pod(key); !ok || metav1.GetControllerOf(p) != nil || e.expired(now) {
 			delete(f.adopting, key)
 		}
 	}
@@ -510,4 +533,12 @@ func externalUnsupported(sc *scenarios.Scenario) string {
 		return why == ""
 	})
 	return why
+}
+
+// mayStillHappen says whether a call that returned err may still be carried
+// out: the API server or the client timed out waiting, not refused it.
+func mayStillHappen(err error) bool {
+	var netErr net.Error
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -61,7 +63,7 @@ func testFloorExpectations(t *testing.T, bind floor.Binding) {
 		in, dss, uids := f.input(w, clk.Now())
 		var issued []floorCall
 		for _, c := range f.planCalls(floor.Compute(in), dss, uids) {
-			if f.expect(c, clk.Now()) {
+			if f.expect(c) {
 				f.do(t.Context(), c)
 				issued = append(issued, c)
 			}
@@ -172,5 +174,83 @@ func TestExternalUnsupported(t *testing.T) {
 				t.Errorf("externalUnsupported = %q: want the scenario named", got)
 			}
 		})
+	}
+}
+
+// A create still in flight never expires: on a saturated API server one can
+// wait in its queue past the TTL and still succeed, and a second create for
+// the node then made two pods (115 nodes at 5000, 2026-11-30). Once answered,
+// or timed out, the view has the TTL to show it; a create it never shows is
+// issued again.
+func TestFloorExpectationsInFlight(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var fail error
+	client := fake.NewClientset()
+	client.PrependReactor("create", "pods", func(core.Action) (bool, runtime.Object, error) {
+		if fail != nil {
+			return true, nil, fail
+		}
+		return false, nil, nil
+	})
+	w := oracle.NewWorld()
+	for _, o := range []runtime.Object{
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent", UID: "ds-uid"},
+			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Name: "agent-", Labels: map[string]string{"app": "agent"}}}}},
+	} {
+		if err := w.Apply(oracle.Event{Time: clk.Now(), Kind: oracle.Added, Object: o}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newFloorController(FloorConfig{Bind: floor.BindScheduler}, client, clk, "", nil)
+	// plan returns the creates the next plan would issue, recording them as
+	// under way (not calling the API).
+	plan := func() []floorCall {
+		in, dss, uids := f.input(w, clk.Now())
+		var issued []floorCall
+		for _, c := range f.planCalls(floor.Compute(in), dss, uids) {
+			if f.expect(c) {
+				issued = append(issued, c)
+			}
+		}
+		return issued
+	}
+
+	first := plan()
+	if len(first) != 1 || first[0].kind != floorCreate {
+		t.Fatalf("first plan issued %+v, want one create", first)
+	}
+	clk.Step(10 * floorExpectTTL) // the create waits in the API server's queue
+	if got := plan(); len(got) != 0 {
+		t.Fatalf("a create in flight for %v was issued again: %+v", 10*floorExpectTTL, got)
+	}
+	f.do(t.Context(), first[0]) // it answers; the view has not shown the pod yet
+	clk.Step(floorExpectTTL)
+	if got := plan(); len(got) != 0 {
+		t.Fatalf("a create answered %v ago was issued again: %+v", floorExpectTTL, got)
+	}
+	clk.Step(time.Second)
+	retry := plan()
+	if len(retry) != 1 {
+		t.Fatalf("a create the view never showed, %v after its answer, was not issued again: %+v", floorExpectTTL+time.Second, retry)
+	}
+
+	// A create that timed out may still happen: it waits as an answered one.
+	fail = apierrors.NewTimeoutError("request did not complete within the allotted timeout", 1)
+	f.do(t.Context(), retry[0])
+	if got := plan(); len(got) != 0 {
+		t.Fatalf("a create that timed out was issued again at once: %+v", got)
+	}
+	clk.Step(floorExpectTTL + time.Second)
+	refused := plan()
+	if len(refused) != 1 {
+		t.Fatalf("a timed-out create the view never showed was not issued again after the TTL: %+v", refused)
+	}
+	// A refused one is forgotten at once.
+	fail = apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("no"))
+	f.do(t.Context(), refused[0])
+	if got := plan(); len(got) != 1 {
+		t.Fatalf("a refused create was not issued again at once: %+v", got)
 	}
 }
