@@ -105,7 +105,7 @@ func CompareFloorDirect(r *Report, opt Options) Comparison {
 // with upstream/floor beside each row when upstream ran too.
 // The floor's pacing trials are left out (FloorTrials).
 func compareFloor(r *Report, opt Options, c Comparison) Comparison {
-	trials, unfinished := floorSearches(r)
+	trials, unfinished := FloorTrials(r)
 	r = withoutFloorTrials(r, trials)
 	c = compareControllers(r, opt, c, ControllerFloor)
 	groups := Groups(r)

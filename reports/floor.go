@@ -26,26 +26,14 @@ func floorInFlight(run *Run) string {
 }
 
 // FloorTrials returns the floor's runs at a pacing its search did not keep,
-// by case then repetition. The harness tries each candidate pacing on one
-// repetition and then runs the fastest (bench's floorPacer), so per case the
-// pacing with the most runs is the one kept and a run at any other is a
-// trial that lost. Left in, such a run could only make the floor look
-// slower and ours/floor smaller. When no pacing has more runs than every
-// other (each candidate tried once), the search did not finish: no run is a
-// trial, and FloorSearchesUnfinished names the case.
-func FloorTrials(r *Report) []FloorTrial {
-	trials, _ := floorSearches(r)
-	return trials
-}
-
-// FloorSearchesUnfinished are the cases whose floor ran at several pacings
-// none of which it kept: fewer repetitions than candidates, or a tie.
-func FloorSearchesUnfinished(r *Report) []Case {
-	_, unfinished := floorSearches(r)
-	return unfinished
-}
-
-func floorSearches(r *Report) (trials []FloorTrial, unfinished []Case) {
+// by case then repetition, and the cases whose search did not finish. The
+// harness tries each candidate pacing on one repetition and then runs the
+// fastest (bench's floorPacer), so per case the pacing with the most runs is
+// the one kept and a run at any other is a trial that lost. Left in, such a
+// run could only make the floor look slower and ours/floor smaller. When no
+// pacing has more runs than every other (each candidate tried once, or a
+// tie), no run is a trial and the case is unfinished.
+func FloorTrials(r *Report) (trials []FloorTrial, unfinished []Case) {
 	byCase := map[Case][]*Run{}
 	for i := range r.Runs {
 		run := &r.Runs[i]

@@ -207,15 +207,12 @@ func TestFloorTrials(t *testing.T) {
 			r.Runs = append(r.Runs, floorRuns("s", tc.pacings, []float64{10, 10, 10, 10, 10})...)
 			// Another case's floor, all at one pacing, adds no trial.
 			r.Runs = append(r.Runs, floorRuns("other", []string{"128", "128"}, []float64{10, 10})...)
-			if got := FloorTrials(r); !slices.Equal(got, tc.want) {
-				t.Errorf("FloorTrials = %+v, want %+v", got, tc.want)
-			}
 			var wantUnfinished []Case
 			if tc.unfinished {
 				wantUnfinished = []Case{{"s", 100}}
 			}
-			if got := FloorSearchesUnfinished(r); !slices.Equal(got, wantUnfinished) {
-				t.Errorf("FloorSearchesUnfinished = %v, want %v", got, wantUnfinished)
+			if got, unfinished := FloorTrials(r); !slices.Equal(got, tc.want) || !slices.Equal(unfinished, wantUnfinished) {
+				t.Errorf("FloorTrials = %+v, unfinished %v; want %+v, %v", got, unfinished, tc.want, wantUnfinished)
 			}
 			r.Runs = append(r.Runs, newRun("s", ControllerUpstream, 0, 20))
 			note := CompareFloor(r, DefaultOptions()).Note

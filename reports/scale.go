@@ -292,7 +292,7 @@ func AnalyzeScale(sources []ScaleSource, now time.Time, opt ScaleOptions) (*Scal
 			}
 		}
 		info := ScaleSourceInfo{Path: src.name(), GeneratedAt: r.GeneratedAt, GitCommit: r.Versions.GitCommit, GitDirty: r.Versions.GitDirty, RunCount: len(r.Runs)}
-		trials, unfinished := floorSearches(r)
+		trials, unfinished := FloorTrials(r)
 		if note := FloorTrialsNote(trials, unfinished); note != "" {
 			trialNotes = append(trialNotes, src.name()+": "+strings.Replace(note, "these rows, and of their pairs", "the floor's points", 1))
 		}
