@@ -126,7 +126,7 @@ func compareFloor(r *Report, opt Options, c Comparison) Comparison {
 			c.Note += " " + FloorSchedulerCeilingNote
 		}
 	}
-	if note := FloorTrialsNote(trials, unfinished); len(c.Rows) > 0 && note != "" {
+	if note := FloorTrialsNote(trials, unfinished, "these rows, and of their pairs"); len(c.Rows) > 0 && note != "" {
 		c.Note += " " + note
 	}
 	return c

@@ -101,16 +101,17 @@ func withoutFloorTrials(r *Report, trials []FloorTrial) *Report {
 	return &out
 }
 
-// FloorTrialsNote says which of the floor's runs its comparisons leave out,
-// and where the floor's search did not finish.
-func FloorTrialsNote(trials []FloorTrial, unfinished []Case) string {
+// FloorTrialsNote says which of the floor's runs leftOutOf (the comparison's
+// rows, the curve's points) leaves out, and where the floor's search did not
+// finish.
+func FloorTrialsNote(trials []FloorTrial, unfinished []Case, leftOutOf string) string {
 	var notes []string
 	if len(trials) > 0 {
 		parts := make([]string, len(trials))
 		for i, t := range trials {
 			parts[i] = fmt.Sprintf("%s repetition %d at %s calls in flight (kept %s)", t.Case, t.Repetition, t.InFlight, t.Kept)
 		}
-		notes = append(notes, "Left out of these rows, and of their pairs: the floor's trials of a pacing its search did not keep ("+strings.Join(parts, "; ")+
+		notes = append(notes, "Left out of "+leftOutOf+": the floor's trials of a pacing its search did not keep ("+strings.Join(parts, "; ")+
 			"): a pacing that lost would make the floor look slower, and every ratio to it smaller, than they are.")
 	}
 	if len(unfinished) > 0 {
@@ -119,7 +120,7 @@ func FloorTrialsNote(trials []FloorTrial, unfinished []Case) string {
 			parts[i] = cs.String()
 		}
 		notes = append(notes, "The floor's pacing search did not finish in "+strings.Join(parts, ", ")+
-			" (no pacing ran more often than the others: fewer repetitions than --floor-inflight values): its runs there mix pacings, and a slow one makes every ratio to the floor smaller.")
+			" (no pacing ran more often than the others: fewer repetitions than --floor-inflight values): its runs there mix pacings, and a slow one makes the floor look slower than it is.")
 	}
 	return strings.Join(notes, " ")
 }

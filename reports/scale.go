@@ -293,8 +293,8 @@ func AnalyzeScale(sources []ScaleSource, now time.Time, opt ScaleOptions) (*Scal
 		}
 		info := ScaleSourceInfo{Path: src.name(), GeneratedAt: r.GeneratedAt, GitCommit: r.Versions.GitCommit, GitDirty: r.Versions.GitDirty, RunCount: len(r.Runs)}
 		trials, unfinished := FloorTrials(r)
-		if note := FloorTrialsNote(trials, unfinished); note != "" {
-			trialNotes = append(trialNotes, src.name()+": "+strings.Replace(note, "these rows, and of their pairs", "the floor's points", 1))
+		if note := FloorTrialsNote(trials, unfinished, "the floor's points"); note != "" {
+			trialNotes = append(trialNotes, src.name()+": "+note)
 		}
 		for i := range r.Runs {
 			run := &r.Runs[i]
