@@ -53,13 +53,14 @@ SCALE_FLAGS ?=
 bench-scale: tools build ## Run SCALE_SCENARIOS at each of SCALE_SIZES nodes for ours, upstream and the floor; fit cost against nodes, plot the curves, write reports/out/<time>/scale.md.
 	$(CACHE)/dsbench scale --sizes $(SCALE_SIZES) $(SCALE_FLAGS) $(SCALE_SCENARIOS)
 
+TARGETS_NODES ?= 1000
 TARGETS_SCENARIOS ?= bench-rollout-surge bench-repair
 TARGETS_REPS ?= 5
 TARGETS_FLAGS ?=
 
-bench-targets: tools build ## The performance targets beyond make bench at 1000 nodes, TARGETS_REPS interleaved runs each: maxSurge rollout and repair of 10% and 50% of nodes (ours, ours-direct, upstream, floor), then many-daemonsets (no floor: it adopts no orphans).
-	$(CACHE)/dsbench run --nodes 1000 --repetitions $(TARGETS_REPS) --controller ours,ours-direct,upstream,floor $(TARGETS_FLAGS) $(TARGETS_SCENARIOS)
-	$(CACHE)/dsbench run --nodes 1000 --repetitions $(TARGETS_REPS) --controller ours,ours-direct,upstream $(TARGETS_FLAGS) many-daemonsets
+bench-targets: tools build ## The performance targets beyond make bench at TARGETS_NODES (1000) nodes, TARGETS_REPS interleaved runs each: maxSurge rollout and repair of 10% and 50% of nodes (ours, ours-direct, upstream, floor), then many-daemonsets (no floor: it adopts no orphans).
+	$(CACHE)/dsbench run --nodes $(TARGETS_NODES) --repetitions $(TARGETS_REPS) --controller ours,ours-direct,upstream,floor $(TARGETS_FLAGS) $(TARGETS_SCENARIOS)
+	$(CACHE)/dsbench run --nodes $(TARGETS_NODES) --repetitions $(TARGETS_REPS) --controller ours,ours-direct,upstream $(TARGETS_FLAGS) many-daemonsets
 
 CHURN_NODES ?= 5000
 CHURN_REPS ?= 3
