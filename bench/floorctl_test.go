@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -252,5 +253,32 @@ func TestFloorExpectationsInFlight(t *testing.T) {
 	f.do(t.Context(), refused[0])
 	if got := plan(); len(got) != 1 {
 		t.Fatalf("a refused create was not issued again at once: %+v", got)
+	}
+}
+
+// Without a pacing given, the floor's grows with the nodes: a tenth of them
+// as a power of two, never under 32; a search adds a quarter of that.
+func TestFloorPacingByNodes(t *testing.T) {
+	for _, tc := range []struct {
+		nodes  int
+		pacing int
+		search []int
+	}{
+		{1, 32, []int{32}},
+		{100, 32, []int{32}},
+		{320, 32, []int{32}},
+		{500, 64, []int{32, 64}},
+		{1000, 128, []int{32, 128}},
+		{2000, 256, []int{64, 256}},
+		{5000, 512, []int{128, 512}},
+		{10000, 1024, []int{256, 1024}},
+		{100000, 8192, []int{2048, 8192}},
+	} {
+		if got := FloorPacing(tc.nodes); got != tc.pacing {
+			t.Errorf("FloorPacing(%d) = %d, want %d", tc.nodes, got, tc.pacing)
+		}
+		if got := FloorPacings(tc.nodes); !slices.Equal(got, tc.search) {
+			t.Errorf("FloorPacings(%d) = %v, want %v", tc.nodes, got, tc.search)
+		}
 	}
 }

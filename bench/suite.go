@@ -55,9 +55,11 @@ type SuiteConfig struct {
 	// own).
 	Binaries map[Controller]string
 	// FloorInFlight are the floor's pacings to try, each on one repetition
-	// in turn, then the fastest (see floorPacer); FloorQPS caps its calls
-	// per second (0: no cap).
+	// in turn, then the fastest (see floorPacer); empty: by each
+	// scenario's node count, FloorPacings when FloorSearch, else
+	// FloorPacing alone. FloorQPS caps its calls per second (0: no cap).
 	FloorInFlight []int
+	FloorSearch   bool
 	FloorQPS      float64
 	// FloorBind is how the floor's pods reach their nodes ("": by
 	// spec.nodeName).
@@ -107,9 +109,6 @@ type SuiteResult struct {
 // all ran, renders the reports and judges them. Interrupted, it returns what
 // it has so far and an error naming where that went.
 func RunSuite(ctx context.Context, conf SuiteConfig) (*SuiteResult, error) {
-	if slices.Contains(conf.Controllers, Floor) && len(conf.FloorInFlight) == 0 {
-		return nil, errors.New("suite: the floor has no pacing to try")
-	}
 	if err := checkExternal(conf.Controllers, conf.OwnsCluster); err != nil {
 		return nil, fmt.Errorf("suite: %w", err)
 	}
@@ -149,7 +148,7 @@ func RunSuite(ctx context.Context, conf SuiteConfig) (*SuiteResult, error) {
 		}
 	}
 	for _, sc := range conf.Scenarios {
-		pacer := floorPacer{candidates: conf.FloorInFlight, qps: conf.FloorQPS, bind: conf.FloorBind}
+		pacer := floorPacer{candidates: conf.floorCandidates(sc), qps: conf.FloorQPS, bind: conf.FloorBind}
 		for _, slot := range runOrder(conf.Controllers, suiteRepetitions(sc, conf.Repetitions), conf.Interleave) {
 			if ctx.Err() != nil {
 				break
@@ -322,8 +321,24 @@ func (p *floorPacer) record(conf FloorConfig, run *reports.Run) {
 	}
 }
 
+// floorCandidates are the floor's pacings to try in sc, at the node count
+// it plays at.
+func (conf SuiteConfig) floorCandidates(sc *scenarios.Scenario) []int {
+	if len(conf.FloorInFlight) > 0 {
+		return conf.FloorInFlight
+	}
+	nodes := sc.DefaultNodes()
+	if conf.Nodes > 0 {
+		nodes = conf.Nodes
+	}
+	if conf.FloorSearch {
+		return FloorPacings(nodes)
+	}
+	return []int{FloorPacing(nodes)}
+}
+
 // floorArgs are the floor's settings for the report's parameters: the
-// candidates; each run records the one it used.
+// candidates, over all scenarios; each run records the one it used.
 func floorArgs(candidates []int, qps float64, bind floor.Binding) []string {
 	s := make([]string, len(candidates))
 	for i, n := range candidates {
@@ -381,7 +396,15 @@ func suiteReport(conf SuiteConfig, now time.Time) *reports.Report {
 		c.Which = w
 		cp.Args = c.Args()
 		if w == Floor {
-			cp.Args = floorArgs(conf.FloorInFlight, conf.FloorQPS, conf.FloorBind)
+			var candidates []int
+			for _, sc := range conf.Scenarios {
+				for _, n := range conf.floorCandidates(sc) {
+					if !slices.Contains(candidates, n) {
+						candidates = append(candidates, n)
+					}
+				}
+			}
+			cp.Args = floorArgs(candidates, conf.FloorQPS, conf.FloorBind)
 		}
 		cp.Binary = w.binary(conf.Binaries)
 		r.Params.Controllers = append(r.Params.Controllers, cp)

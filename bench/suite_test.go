@@ -161,6 +161,48 @@ func TestSuiteReportControllers(t *testing.T) {
 	}
 }
 
+// The floor's pacings per scenario: the ones given, else by the node count
+// the scenario plays at (the suite's, else its own), one or a search of
+// two; the report's parameters list every candidate once, in order.
+func TestSuiteFloorCandidates(t *testing.T) {
+	small, _, err := scenarios.LoadLibrary("bench-rollout") // 100 nodes of its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	large, err := scenarios.Scale(small, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	large.Metadata.Name = "bench-rollout-5000"
+	for _, tc := range []struct {
+		name   string
+		conf   SuiteConfig
+		want   [][]int // per scenario
+		params string
+	}{
+		{"given", SuiteConfig{FloorInFlight: []int{64, 8}, FloorSearch: true}, [][]int{{64, 8}, {64, 8}}, "--floor-inflight=64,8"},
+		{"each scenario's own nodes", SuiteConfig{}, [][]int{{32}, {512}}, "--floor-inflight=32,512"},
+		{"a search at each scenario's own nodes", SuiteConfig{FloorSearch: true}, [][]int{{32}, {128, 512}}, "--floor-inflight=32,128,512"},
+		{"the suite's nodes", SuiteConfig{Nodes: 1000}, [][]int{{128}, {128}}, "--floor-inflight=128"},
+		{"a search at the suite's nodes", SuiteConfig{Nodes: 1000, FloorSearch: true}, [][]int{{32, 128}, {32, 128}}, "--floor-inflight=32,128"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conf := tc.conf
+			conf.Scenarios = []*scenarios.Scenario{small, large}
+			conf.Controllers = []Controller{Floor}
+			for i, sc := range conf.Scenarios {
+				if got := conf.floorCandidates(sc); !slices.Equal(got, tc.want[i]) {
+					t.Errorf("%s: candidates %v, want %v", sc.Metadata.Name, got, tc.want[i])
+				}
+			}
+			r := suiteReport(conf, time.Now())
+			if len(r.Params.Controllers) != 1 || len(r.Params.Controllers[0].Args) == 0 || r.Params.Controllers[0].Args[0] != tc.params {
+				t.Errorf("floor's parameters %+v, want %s first", r.Params.Controllers, tc.params)
+			}
+		})
+	}
+}
+
 // Without a baseline the suite passes when the invariants hold for our
 // controller, whatever upstream or ours-direct did; with one, the gate
 // decides, and it judges ours alone too. The external controller is judged

@@ -180,8 +180,11 @@ func (f *runFlags) validate(fs *pflag.FlagSet, e *flagErrors) {
 	e.positive("workers", f.workers)
 	e.rate("kube-api-qps", f.qps)
 	e.notNegative("kube-api-burst", f.burst)
-	if len(f.floorInFlight) == 0 {
-		e.add("floor-inflight", "", "want at least one count")
+	if fs.Changed("floor-inflight") {
+		f.floorSearch = false
+		if len(f.floorInFlight) == 0 {
+			e.add("floor-inflight", "", "want at least one count")
+		}
 	}
 	for _, n := range f.floorInFlight {
 		if n <= 0 {

@@ -481,3 +481,49 @@ func TestControllerArgWithExternalSaidOnce(t *testing.T) {
 		t.Errorf("--controller-arg reported %d times, want once:\n%v", n, err)
 	}
 }
+
+// Without --floor-inflight, run leaves the floor's pacing to the node count
+// (one value) and bench and scale to a search by node count (their help
+// says so); given, it is what the suite tries.
+func TestFloorPacingDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		search bool // as bench and scale
+		args   []string
+		given  []int
+		want   bool
+	}{
+		{false, []string{"--controller", "floor"}, nil, false},
+		{false, []string{"--controller", "floor", "--floor-inflight", "8,32"}, []int{8, 32}, false},
+		{true, []string{"--controller", "floor"}, nil, true},
+		{true, []string{"--controller", "floor", "--floor-inflight", "8,32"}, []int{8, 32}, false},
+	} {
+		env := isolatedEnv(t)
+		fs := newFlagSet("run", "", env)
+		var f runFlags
+		f.register(fs, env, "both", "")
+		if tc.search {
+			f.searchFloorPacing(fs)
+		}
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		var e flagErrors
+		f.validate(fs, &e)
+		if len(e) > 0 {
+			t.Fatalf("%v: flag errors: %v", tc.args, e)
+		}
+		conf := (&stage{env: env, f: &f}).suite(0, "", "")
+		if !slices.Equal(conf.FloorInFlight, tc.given) || conf.FloorSearch != tc.want {
+			t.Errorf("%v (search by default %v): floor pacing %v, search %v; want %v, %v", tc.args, tc.search, conf.FloorInFlight, conf.FloorSearch, tc.given, tc.want)
+		}
+	}
+	for cmd, want := range map[string]string{"run": floorPacingByNodes, "bench": floorSearchByNodes, "scale": floorSearchByNodes} {
+		env, out, errOut := testEnv()
+		if err := Main(t.Context(), env, []string{cmd, "--help"}); !errors.Is(err, pflag.ErrHelp) {
+			t.Fatalf("%s --help: %v", cmd, err)
+		}
+		if help := out.String() + errOut.String(); !strings.Contains(help, "(default "+want+")") {
+			t.Errorf("%s --help: --floor-inflight's default is not %q:\n%s", cmd, want, help)
+		}
+	}
+}

@@ -40,8 +40,10 @@ type runFlags struct {
 	baseline    string
 	noGate      bool
 	record      string
-	// floorInFlight are the floor's pacings to try (see floorPacer).
+	// floorInFlight are the floor's pacings to try (see floorPacer); none:
+	// by node count, a search of bench.FloorPacings when floorSearch.
 	floorInFlight []int
+	floorSearch   bool
 	floorQPS      float64
 	floorBind     string
 }
@@ -63,7 +65,8 @@ func (f *runFlags) registerPlay(fs *pflag.FlagSet, env Env, defaultControllers s
 	f.cluster.register(fs, env)
 	fs.StringVar(&f.cluster.kubeconfig, "kubeconfig", "", "run against this cluster instead of a local KWOK cluster (nodes are not reset, stages not changed)")
 	fs.StringVar(&f.controllers, "controller", defaultControllers, "controllers to measure, interleaved: ours, ours-direct (ours with --bind-mode=direct), upstream, floor (the cluster's own limit, see README), a comma list, or both (ours,upstream); or external alone, with --kubeconfig: the controller already running on that cluster, which the harness does not start")
-	fs.IntSliceVar(&f.floorInFlight, "floor-inflight", []int{bench.DefaultFloorInFlight}, "the floor's API calls in flight: each value is tried on one repetition in turn, then the fastest is kept (e.g. 8,32,128)")
+	fs.IntSliceVar(&f.floorInFlight, "floor-inflight", nil, "the floor's API calls in flight: each value is tried on one repetition in turn, then the fastest is kept (e.g. 8,32,128)")
+	fs.Lookup("floor-inflight").DefValue = floorPacingByNodes
 	fs.Float64Var(&f.floorQPS, "floor-qps", 0, "cap the floor's API calls per second (0: no cap)")
 	fs.StringVar(&f.floorBind, "floor-bind", string(floor.BindNodeName), "how the floor's pods reach their nodes: direct (spec.nodeName, as ours-direct) or scheduler (pinned by node affinity and bound by kube-scheduler, as ours and upstream): the floor of a controller that pays the scheduler")
 	fs.IntVar(&f.reps, "repetitions", 0, "repetitions per scenario and controller (0: the scenario's own)")
@@ -320,7 +323,7 @@ func (st *stage) suite(nodes int, outDir, journalDir string) bench.SuiteConfig {
 	conf := bench.SuiteConfig{
 		Scenarios: st.scs, Controllers: st.which, Nodes: nodes, Repetitions: f.reps, Interleave: f.interleave, Warmup: f.warmsUp(st.scs, nodes),
 		Controller: ctrl, Binaries: st.binaries,
-		FloorInFlight: f.floorInFlight, FloorQPS: f.floorQPS, FloorBind: floor.Binding(f.floorBind),
+		FloorInFlight: f.floorInFlight, FloorSearch: f.floorSearch, FloorQPS: f.floorQPS, FloorBind: floor.Binding(f.floorBind),
 		REST: st.cfg, Kubeconfig: st.kubeconfig, OwnsCluster: st.cluster != nil, ClusterFaults: clusterFaults(st.cluster),
 		OutBase: f.outBase, OutDir: outDir, Baseline: f.baseline, JournalDir: journalDir,
 		Progress: bench.NewProgress(env.Stderr, st.interactive),

@@ -28,14 +28,11 @@ func runScale(ctx context.Context, env Env, args []string) error {
 	fs := newFlagSet("scale", "[flags] [SCENARIO...]", env)
 	var f runFlags
 	f.registerPlay(fs, env, strings.Join(DefaultBenchControllers, ","))
-	// As bench: the floor's pacings worth a trial at these sizes.
-	fs.Lookup("floor-inflight").DefValue = "[" + joinInts(DefaultBenchFloorInFlight) + "]"
+	// As bench: the floor's pacings worth a trial at each size.
+	f.searchFloorPacing(fs)
 	sizes := fs.String("sizes", joinInts(DefaultScaleSizes), "node counts to play every scenario at, increasing (comma-separated); each gets its own report in OUT/<timestamp>/nodes-N/")
 	if err := parse(fs, args); err != nil {
 		return err
-	}
-	if !fs.Changed("floor-inflight") {
-		f.floorInFlight = DefaultBenchFloorInFlight
 	}
 	var bad flagErrors
 	nodes, err := parseSizes(*sizes)

@@ -24,9 +24,21 @@ var DefaultSuite = []string{"bench-rollout", "bench-churn-rollout", "bench-node-
 // DefaultBenchControllers are what the full suite measures.
 var DefaultBenchControllers = []string{"ours", "upstream", "floor"}
 
-// DefaultBenchFloorInFlight are the floor's pacings the full suite tries
-// (one repetition each), keeping the fastest for the rest.
-var DefaultBenchFloorInFlight = []int{32, 128}
+// floorPacingByNodes and floorSearchByNodes are --floor-inflight's default
+// in help: one pacing by node count (bench.FloorPacing) for run, a search
+// of two (bench.FloorPacings) for bench and scale.
+const (
+	floorPacingByNodes = "a tenth of the nodes (power of 2, at least 32)"
+	floorSearchByNodes = "a fortieth and a tenth of the nodes (powers of 2, at least 32; 32,128 at 1000 nodes)"
+)
+
+// searchFloorPacing makes the floor's default pacing a search of two by
+// node count rather than one value; --floor-inflight given overrides it
+// (validate).
+func (f *runFlags) searchFloorPacing(fs *pflag.FlagSet) {
+	f.floorSearch = true
+	fs.Lookup("floor-inflight").DefValue = floorSearchByNodes
+}
 
 // SmokeSuite is the short bench that `make test` runs in CI.
 var SmokeSuite = []string{"bench-rollout"}
@@ -44,6 +56,7 @@ func runBench(ctx context.Context, env Env, args []string) error {
 	fs.StringVar(&suite, "scenarios", strings.Join(DefaultSuite, ","), "comma-separated scenarios (library names or files)")
 	fs.StringVar(&writeBaseline, "write-baseline", "", "write the results as the new baseline to this file")
 	fs.Float64Var(&tolerance, "tolerance", reports.DefaultTolerance, "with --write-baseline: the median ratio beyond which a significant change fails the gate")
+	f.searchFloorPacing(fs)
 	fs.BoolVar(&smoke, "smoke", false, "the CI smoke test: one scenario, 100 nodes, 3 repetitions")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -74,9 +87,6 @@ func runBench(ctx context.Context, env Env, args []string) error {
 		// to the two controllers.
 		if !fs.Changed("controller") {
 			f.controllers = strings.Join(DefaultBenchControllers, ",")
-		}
-		if !fs.Changed("floor-inflight") {
-			f.floorInFlight = DefaultBenchFloorInFlight
 		}
 	}
 	var bad flagErrors
