@@ -94,6 +94,8 @@ type journalLine struct {
 	// DaemonSet: Replay checks that trimming kept the whole template.
 	Hash   string `json:"hash,omitempty"`
 	PodKey string `json:"podKey,omitempty"`
+	// Relisted is the event's: it came from a relist, not the watch.
+	Relisted bool `json:"relisted,omitempty"`
 }
 
 // violationOffset is how a header states a start: milliseconds after start.
@@ -150,7 +152,7 @@ func (r *JournalRecorder) apply(ev oracle.Event) {
 	if r == nil {
 		return
 	}
-	l := journalLine{Op: opApply, Kind: ev.Kind}
+	l := journalLine{Op: opApply, Kind: ev.Kind, Relisted: ev.Relisted}
 	switch o := ev.Object.(type) {
 	case *corev1.Node:
 		l.Node = trimNode(o)

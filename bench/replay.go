@@ -187,7 +187,7 @@ func decodeEvent(l journalLine, t time.Time) (oracle.Event, error) {
 	default:
 		return oracle.Event{}, fmt.Errorf("apply: unknown event kind %q", l.Kind)
 	}
-	ev := oracle.Event{Time: t, Kind: l.Kind}
+	ev := oracle.Event{Time: t, Kind: l.Kind, Relisted: l.Relisted}
 	objects := 0
 	if l.Node != nil {
 		ev.Object, objects = l.Node, objects+1

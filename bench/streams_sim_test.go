@@ -207,6 +207,16 @@ func (s *streamSim) podOn(node string) *simPod {
 	return nil
 }
 
+// terminatingOn says whether a pod on the node is still terminating.
+func (s *streamSim) terminatingOn(node string) bool {
+	for _, p := range s.pods {
+		if p.pod.Spec.NodeName == node && !p.goneAt.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *streamSim) deletePod(p *simPod) {
 	p.pod = p.pod.DeepCopy()
 	at := metav1.NewTime(s.now.Truncate(time.Second))
@@ -226,7 +236,9 @@ func (s *streamSim) controller() {
 		switch {
 		case p == nil:
 			unavailable++
-			s.createPod(n.Name)
+			if !s.terminatingOn(n.Name) {
+				s.createPod(n.Name) // as upstream: not beside a terminating pod
+			}
 		case !podReady(p.pod):
 			unavailable++
 		}

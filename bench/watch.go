@@ -126,11 +126,21 @@ func (w *Watcher) Run(ctx context.Context) {
 }
 
 func (w *Watcher) emit(ctx context.Context, resource string, kind oracle.EventKind, obj runtime.Object) {
+	w.send(ctx, resource, oracle.Event{Kind: kind, Object: obj})
+}
+
+// emitRelisted sends what a list showed changed: no watch event's order.
+func (w *Watcher) emitRelisted(ctx context.Context, resource string, kind oracle.EventKind, obj runtime.Object) {
+	w.send(ctx, resource, oracle.Event{Kind: kind, Object: obj, Relisted: true})
+}
+
+func (w *Watcher) send(ctx context.Context, resource string, ev oracle.Event) {
 	w.mu.Lock()
 	w.counts[resource]++
 	w.mu.Unlock()
+	ev.Time = w.clock.Now()
 	select {
-	case w.events <- oracle.Event{Time: w.clock.Now(), Kind: kind, Object: obj}:
+	case w.events <- ev:
 	case <-ctx.Done():
 	}
 }
@@ -250,16 +260,16 @@ func (w *Watcher) relist(ctx context.Context, resource string, list runtime.Obje
 		old, ok := known[key]
 		switch {
 		case !ok:
-			w.emit(ctx, resource, oracle.Added, setKind(item))
+			w.emitRelisted(ctx, resource, oracle.Added, setKind(item))
 		case resourceVersion(old) != m.GetResourceVersion():
-			w.emit(ctx, resource, oracle.Modified, setKind(item))
+			w.emitRelisted(ctx, resource, oracle.Modified, setKind(item))
 		}
 		known[key] = item
 	}
 	for key, old := range known {
 		if !seen[key] {
 			delete(known, key)
-			w.emit(ctx, resource, oracle.Deleted, old)
+			w.emitRelisted(ctx, resource, oracle.Deleted, old)
 		}
 	}
 	lm, err := meta.ListAccessor(list)

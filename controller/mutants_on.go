@@ -48,13 +48,17 @@ const (
 	WrongDesiredCount    Mutant = "wrong-desired-count"     // desiredNumberScheduled counts every node
 	HotLoopOnError       Mutant = "hot-loop-on-error"       // retries a failed sync at once, without backoff
 	NoStatusOnError      Mutant = "no-status-on-error"      // skips the status write when a pod write failed
+	// counts a pod it is deleting, or that terminates, as gone: its
+	// replacement goes beside it at once, without surge
+	CreateBesideTerminating Mutant = "create-beside-terminating"
 )
 
 // Mutants lists every variant.
 func Mutants() []Mutant {
 	return []Mutant{CreateOnNoSchedule, IgnoreNoExecute, KeepAfterLabelChange, SurgeAll,
 		ExceedMaxUnavailable, DoubleCreate, ChurnHealthy, IgnoreNewNodes, RememberDeletedNodes,
-		OldTemplateOnJoin, StopRolloutHalfway, NoAdoption, WrongDesiredCount, HotLoopOnError, NoStatusOnError}
+		OldTemplateOnJoin, StopRolloutHalfway, NoAdoption, WrongDesiredCount, HotLoopOnError, NoStatusOnError,
+		CreateBesideTerminating}
 }
 
 var mutant = struct {
@@ -159,6 +163,20 @@ func computePlan(key string, in plan.Input) plan.Plan {
 		in2.DaemonSet = in.DaemonSet.DeepCopy()
 		all, zero := intstr.FromString("100%"), intstr.FromInt32(0)
 		in2.DaemonSet.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &all, MaxSurge: &zero}
+		return compared(in, plan.Compute(in2))
+	case CreateBesideTerminating:
+		in2 := in
+		in2.Pods, in2.Facts, in2.InFlight.Deletes = nil, nil, nil
+		kept := len(in.Facts) == len(in.Pods)
+		for i, pod := range in.Pods {
+			if _, deleting := in.InFlight.Deletes[pod.Name]; deleting || pod.DeletionTimestamp != nil {
+				continue
+			}
+			in2.Pods = append(in2.Pods, pod)
+			if kept {
+				in2.Facts = append(in2.Facts, in.Facts[i])
+			}
+		}
 		return compared(in, plan.Compute(in2))
 	case RememberDeletedNodes:
 		mutant.Lock()

@@ -44,6 +44,7 @@ var mutantTargets = []struct {
 	{"wrong-desired-count", []string{"label-churn-ssd", "taint-churn"}},
 	{"hot-loop-on-error", []string{"chaos-reject-creates"}},
 	{"no-status-on-error", []string{"chaos-reject-creates"}},
+	{"create-beside-terminating", []string{"rolling-max-unavailable", "bench-repair"}},
 }
 
 // mutantCell is one variant on one scenario.

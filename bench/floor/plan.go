@@ -166,10 +166,12 @@ func planDaemonSet(ds DaemonSet, p *Plan) {
 		slices.SortFunc(pods, func(a, b Pod) int { return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Key, b.Key)) })
 		var active []*Pod
 		unseenDelete := false // a delete of an active pod that the view does not show yet
+		terminating := false  // a pod that is not Failed or Succeeded still terminates
 		for j := range pods {
 			pod := &pods[j]
 			switch {
 			case pod.Terminating:
+				terminating = terminating || !pod.Terminal
 				continue
 			case pod.Deleting:
 				unseenDelete = unseenDelete || !pod.Terminal
@@ -207,8 +209,10 @@ func planDaemonSet(ds DaemonSet, p *Plan) {
 		st := nodeState{name: n.Name, creating: n.Creating}
 		if len(active) == 0 {
 			// Never beside an active pod whose deletion the view does not
-			// show yet: that would be two active pods on the node.
-			if !n.Creating && !unseenDelete {
+			// show yet: that would be two active pods on the node. Without
+			// surge, not beside a terminating one either, as upstream: the
+			// node would run two pods until it is gone.
+			if !n.Creating && !unseenDelete && (surge || !terminating) {
 				p.Creates = append(p.Creates, Create{DaemonSet: ds.Key, Node: n.Name})
 				st.creating = true
 			}

@@ -81,8 +81,24 @@ func TestCompute(t *testing.T) {
 			name:     "create where the pod must run and is missing, only there",
 			strategy: one,
 			nodes: []floor.Node{must("b"), must("a"), {Name: "may", MayRun: true}, {Name: "no"},
-				must("has", current("x", 0)), must("gone", terminating(current("y", 0)))},
+				must("has", current("x", 0)), must("gone", terminating(failed(current("y", 0))))},
 			want: floor.Plan{Creates: []floor.Create{create("a"), create("b"), create("gone")}},
+		},
+		{
+			name:     "without surge, no create while the node's pod terminates (upstream)",
+			strategy: one,
+			nodes:    []floor.Node{must("a", terminating(current("x", 0))), must("b", terminating(old("y", 0)))},
+		},
+		{
+			name:     "with surge, the create goes beside the terminating pod",
+			strategy: maxSurge(intstr.FromInt32(1)),
+			nodes:    []floor.Node{must("a", terminating(current("x", 0)))},
+			want:     floor.Plan{Creates: []floor.Create{create("a")}},
+		},
+		{
+			name:     "OnDelete waits too",
+			strategy: onDelete,
+			nodes:    []floor.Node{must("a", terminating(current("x", 0)))},
 		},
 		{
 			name:     "no create while one is in flight, or an active pod's delete is unseen",

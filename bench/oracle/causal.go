@@ -29,6 +29,18 @@ const (
 	// synced twice at once, so no earlier sync can still be creating), or
 	// more than StaleCreateLag after the oracle saw the template.
 	StaleCreate Kind = "StaleCreate"
+	// CreatedBesideTerminating: a pod of a DaemonSet that does not surge
+	// was created on a node while another of its pods there was still
+	// terminating (neither Failed nor Succeeded). Upstream creates only on
+	// a node that holds none of the DaemonSet's pods, terminating ones
+	// included, so that without maxSurge a node never runs two at once (the
+	// old one runs until its grace period ends: its resources are still
+	// taken, a hostPort would clash). Judged in the pod watch's order,
+	// which is etcd's: a controller that waited saw the old pod's deletion
+	// before it created, so the oracle sees it first too. A pod first seen
+	// in a relist is not judged (its order is unknown), nor one first seen
+	// within CacheLag of the DaemonSet's surge setting changing.
+	CreatedBesideTerminating Kind = "CreatedBesideTerminating"
 	// RolloutStalled: during a rolling update, old pods stayed on must-run
 	// nodes with room in the budget (fewer nodes unavailable than
 	// maxUnavailable, or fewer surging than maxSurge) and nothing of the
@@ -45,6 +57,7 @@ const (
 const (
 	wakeNode = iota
 	wakeDisruption
+	wakeBeside
 	wakeStall
 	wakeStatus
 )
@@ -121,6 +134,54 @@ func (c *Checker) excuseDisruption(d disruption) string {
 		return "the node was not must-run around then"
 	}
 	return ""
+}
+
+// besideTerminating is a pod created beside a terminating one, awaiting
+// judgement at at+CacheLag (the DaemonSet's surge setting may have changed
+// around then, seen by the oracle after the controller).
+type besideTerminating struct {
+	ds, node, pod, terminating string
+	state                      *dsState
+	at                         time.Time
+}
+
+// checkBesideTerminating notes a pod first seen at t, from the watch, that
+// joined a terminating pod of its DaemonSet on its node without surge.
+func (c *Checker) checkBesideTerminating(s *dsState, pe *podEntry, t time.Time) {
+	if c.curRelisted || pe.node == "" || pe.pod.DeletionTimestamp != nil || s.e.surge() {
+		return
+	}
+	if _, ok := c.w.nodes[pe.node]; !ok {
+		return // a pod for a node that is gone is PodOnDeletedNode's
+	}
+	for _, q := range sortedValues(c.w.podsOn(s.e.ds.UID, pe.node)) {
+		if q == pe || q.pod.DeletionTimestamp == nil || isTerminalPod(q.pod) {
+			continue
+		}
+		c.pendingBeside = append(c.pendingBeside, besideTerminating{ds: s.key, node: pe.node, pod: pe.key, terminating: q.key, state: s, at: t})
+		heap.Push(&c.wakes, wake{at: t.Add(c.cfg.CacheLag), ds: s.key, kind: wakeBeside})
+		return
+	}
+}
+
+// judgeBeside reports the pods created beside a terminating one whose
+// judgement time has come, unless the DaemonSet went or its surge setting
+// changed within CacheLag of the create.
+func (c *Checker) judgeBeside(now time.Time) {
+	kept := c.pendingBeside[:0]
+	for _, b := range c.pendingBeside {
+		if b.at.Add(c.cfg.CacheLag).After(now) {
+			kept = append(kept, b)
+			continue
+		}
+		s := c.ds[b.ds]
+		if s != b.state || !s.surgeChanged.IsZero() && !s.surgeChanged.Before(b.at.Add(-c.cfg.CacheLag)) {
+			continue
+		}
+		c.reported = append(c.reported, Violation{DaemonSet: b.ds, Kind: CreatedBesideTerminating, Node: b.node, Pod: b.pod, Start: b.at, End: b.at,
+			Detail: fmt.Sprintf("pod %s created while pod %s on the node was terminating, and the DaemonSet does not surge", b.pod, b.terminating)})
+	}
+	c.pendingBeside = kept
 }
 
 // checkStaleCreate judges a pod first seen at t.

@@ -75,10 +75,31 @@ func TestCausalRules(t *testing.T) {
 		tl.mod(5, upd)
 		replace(tl, upd, "n1", 6)
 	}
+	surging := daemonSet("d", maxSurge(intstr.FromInt32(1)), maxUnavailable(intstr.FromInt32(0)))
+	// besideOld: n1's pod a, Ready since 1 s, begins terminating at 10 s
+	// (the harness deleted it) and is gone at gone s; pod b of d is created
+	// on n1 at 10.5 s, seen in a relist when relisted.
+	besideOld := func(d *appsv1.DaemonSet, gone float64, relisted bool, aOpts ...podOpt) func(tl *timeline) {
+		return func(tl *timeline) {
+			healthy(d, "n1")(tl)
+			old := append([]podOpt{ready(at(1)), terminating}, aOpts...)
+			tl.mod(10, pod(d, "a", "n1", old...))
+			if gone < 10.5 {
+				tl.del(gone, pod(d, "a", "n1", old...))
+			}
+			*tl = append(*tl, oracle.Event{Time: at(10.5), Kind: oracle.Added, Object: pod(d, "b", "n1"), Relisted: relisted})
+			if gone >= 10.5 {
+				tl.del(gone, pod(d, "a", "n1", old...))
+			}
+			tl.mod(12, pod(d, "b", "n1", ready(at(12))))
+		}
+	}
 	type step struct {
 		at     float64
 		action func(c *oracle.Checker)
 	}
+	harnessDeletesA := []step{{9, func(c *oracle.Checker) { c.RequestDeletion("default/a") }}}
+	besideWant := []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.CreatedBesideTerminating, Node: "n1", Pod: "default/b", Start: at(10.5), End: at(10.5)}}
 	tests := []struct {
 		name    string
 		cfg     oracle.Config
@@ -93,6 +114,75 @@ func TestCausalRules(t *testing.T) {
 			events: func(tl *timeline) { healthy(ds, "n1")(tl); replace(tl, ds, "n1", 10) },
 			finish: 20,
 			want:   []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.UnrequestedDisruption, Node: "n1", Pod: "default/a", Start: at(10), End: at(10)}},
+		},
+		{
+			name:    "a pod created beside its node's terminating pod without surge",
+			cfg:     cfg,
+			events:  besideOld(ds, 11, false),
+			actions: harnessDeletesA,
+			finish:  20,
+			want:    besideWant,
+		},
+		{
+			name:    "correct: created once the old pod was gone",
+			cfg:     cfg,
+			events:  besideOld(ds, 10.4, false),
+			actions: harnessDeletesA,
+			finish:  20,
+		},
+		{
+			name:    "correct: the DaemonSet surges",
+			cfg:     cfg,
+			events:  besideOld(surging, 11, false),
+			actions: harnessDeletesA,
+			finish:  20,
+		},
+		{
+			name:    "correct: the terminating pod had failed",
+			cfg:     cfg,
+			events:  besideOld(ds, 11, false, failed),
+			actions: harnessDeletesA,
+			finish:  20,
+		},
+		{
+			name:    "correct: the new pod was seen in a relist, in no known order",
+			cfg:     cfg,
+			events:  besideOld(ds, 11, true),
+			actions: harnessDeletesA,
+			finish:  20,
+		},
+		{
+			name:    "correct: the DaemonSet stopped surging just before",
+			cfg:     cfg,
+			events:  func(tl *timeline) { tl.add(0, surging); tl.mod(9.5, ds); besideOld(ds, 11, false)(tl) },
+			actions: harnessDeletesA,
+			finish:  20,
+		},
+		{
+			name:    "it stopped surging long before",
+			cfg:     cfg,
+			events:  func(tl *timeline) { tl.add(0, surging); tl.mod(5, ds); besideOld(ds, 11, false)(tl) },
+			actions: harnessDeletesA,
+			finish:  20,
+			want:    besideWant,
+		},
+		{
+			name:    "correct: surge allowed just after, seen late",
+			cfg:     cfg,
+			events:  func(tl *timeline) { besideOld(ds, 11, false)(tl); tl.mod(12, surging) },
+			actions: harnessDeletesA,
+			finish:  20,
+		},
+		{
+			name: "correct: a deleted DaemonSet's pod terminates there",
+			cfg:  cfg,
+			events: func(tl *timeline) {
+				other := daemonSet("e")
+				tl.add(0, node("n1")).add(0, other).add(0, pod(other, "o", "n1", ready(at(0))))
+				tl.add(1, ds).del(9.9, other).mod(10, pod(other, "o", "n1", ready(at(0)), terminating)).add(10.5, pod(ds, "b", "n1")).del(11, pod(other, "o", "n1", ready(at(0)), terminating))
+			},
+			actions: []step{{9, func(c *oracle.Checker) { c.RequestDeletion("default/o") }}},
+			finish:  20,
 		},
 		{
 			name:    "correct: the harness deleted it",

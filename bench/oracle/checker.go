@@ -182,7 +182,11 @@ type Checker struct {
 	requested   map[string]bool // pods the harness deleted (RequestDeletion)
 	ctrlDown    bool            // between ControllerStopped and ControllerStarted
 	pendingLoss []disruption    // UnrequestedDisruption candidates awaiting judgement
-	curPod      string          // the pod of the event being applied, "" otherwise
+	// pendingBeside are CreatedBesideTerminating candidates awaiting
+	// judgement; curRelisted says the event being applied is a relist's.
+	pendingBeside []besideTerminating
+	curRelisted   bool
+	curPod        string // the pod of the event being applied, "" otherwise
 }
 
 // PodGCWait is how long pods of a DaemonSet stayed bound to a deleted node.
@@ -233,6 +237,9 @@ type dsState struct {
 	// firstCurrentRV is the lowest creation resourceVersion of a pod of
 	// the current template first seen since it became current (0: none).
 	firstCurrentRV uint64
+	// surgeChanged is when the oracle last saw the strategy start or stop
+	// allowing surge (zero: never since the DaemonSet appeared).
+	surgeChanged time.Time
 }
 
 // recentLimit is a maxUnavailable limit that applied until shortly before.
@@ -303,7 +310,8 @@ func (c *Checker) Apply(ev Event) error {
 	if o, ok := ev.Object.(metav1.Object); ok {
 		c.eventRV = resourceVersion(o)
 	}
-	defer func() { c.eventRV = 0 }()
+	c.curRelisted = ev.Relisted
+	defer func() { c.eventRV, c.curRelisted = 0, false }()
 	t := c.w.now
 	c.revs.see(c.eventRV, t)
 	c.now = t
@@ -335,6 +343,7 @@ func (c *Checker) Advance(t time.Time) {
 func (c *Checker) Finish(t time.Time) []Violation {
 	c.Advance(t)
 	c.judgeDisruptions(c.now.Add(c.cfg.CacheLag))
+	c.judgeBeside(c.now.Add(c.cfg.CacheLag))
 	for k, v := range c.open {
 		v.End, v.Unresolved = c.now, true
 		if c.lasted(k, v, v.End) {
@@ -450,6 +459,9 @@ func (c *Checker) onDS(key string, t time.Time) {
 		} else {
 			prev := s.e
 			s.e = e
+			if prev.surge() != e.surge() {
+				s.surgeChanged = t
+			}
 			if sameSpec(prev, e) {
 				// A status write: nothing else the oracle judges changed.
 				c.checkStatus(s, t)
@@ -561,6 +573,7 @@ func (c *Checker) onPod(ch change, t time.Time) {
 		if pe := c.w.pods[ch.pod]; ch.podNew && pe != nil && pe.owner == uid {
 			c.checkStaleCreate(s, pe, t)
 			c.checkBesideOrphan(s, pe, t)
+			c.checkBesideTerminating(s, pe, t)
 		}
 		c.settle(s, t)
 	}
@@ -1071,6 +1084,8 @@ func (c *Checker) runWakes(t time.Time) {
 			switch {
 			case wk.kind == wakeDisruption:
 				c.judgeDisruptions(c.now)
+			case wk.kind == wakeBeside:
+				c.judgeBeside(c.now)
 			case s == nil:
 			case wk.kind == wakeStall:
 				c.checkStall(s, c.now)

@@ -34,6 +34,10 @@ type Event struct {
 	Time   time.Time
 	Kind   EventKind
 	Object runtime.Object
+	// Relisted: the event comes from a list after a watch had to start
+	// over, not from the watch. It carries the object as it was then, and
+	// its order against other objects' changes is unknown.
+	Relisted bool
 }
 
 // ErrUnsupportedObject is returned by Apply for objects other than nodes,
