@@ -101,27 +101,18 @@ func (c *Checker) noteDisruption(s *dsState, node string, prev, v nodeView, t ti
 
 // judgeDisruptions reports the candidates whose judgement time has come.
 func (c *Checker) judgeDisruptions(now time.Time) {
-	var due []disruption
-	due, c.pendingLoss = splitDue(c.pendingLoss, func(d disruption) time.Time { return d.at.Add(c.cfg.CacheLag) }, now)
-	for _, d := range due {
+	kept := c.pendingLoss[:0]
+	for _, d := range c.pendingLoss {
+		if d.at.Add(c.cfg.CacheLag).After(now) {
+			kept = append(kept, d)
+			continue
+		}
 		if why := c.excuseDisruption(d); why == "" {
 			c.reported = append(c.reported, Violation{DaemonSet: d.ds, Kind: UnrequestedDisruption, Node: d.node, Pod: d.pod,
 				Start: d.at, End: d.at, Detail: fmt.Sprintf("pod %s, the node's only current available pod, was deleted while nothing asked for it", d.pod)})
 		}
 	}
-}
-
-// splitDue splits pending into the candidates whose judgement time (dueAt)
-// is not after now and the rest, in order.
-func splitDue[T any](pending []T, dueAt func(T) time.Time, now time.Time) (due, rest []T) {
-	for _, p := range pending {
-		if dueAt(p).After(now) {
-			rest = append(rest, p)
-		} else {
-			due = append(due, p)
-		}
-	}
-	return due, rest
+	c.pendingLoss = kept
 }
 
 // excuseDisruption says why a lost pod is not the controller's fault, or "".
@@ -177,9 +168,12 @@ func (c *Checker) checkBesideTerminating(s *dsState, pe *podEntry, t time.Time) 
 // judgement time has come, unless the DaemonSet went or its surge setting
 // changed within CacheLag of the create.
 func (c *Checker) judgeBeside(now time.Time) {
-	var due []besideTerminating
-	due, c.pendingBeside = splitDue(c.pendingBeside, func(b besideTerminating) time.Time { return b.at.Add(c.cfg.CacheLag) }, now)
-	for _, b := range due {
+	kept := c.pendingBeside[:0]
+	for _, b := range c.pendingBeside {
+		if b.at.Add(c.cfg.CacheLag).After(now) {
+			kept = append(kept, b)
+			continue
+		}
 		s := c.ds[b.ds]
 		if s != b.state || !s.surgeChanged.IsZero() && !s.surgeChanged.Before(b.at.Add(-c.cfg.CacheLag)) {
 			continue
@@ -187,6 +181,7 @@ func (c *Checker) judgeBeside(now time.Time) {
 		c.reported = append(c.reported, Violation{DaemonSet: b.ds, Kind: CreatedBesideTerminating, Node: b.node, Pod: b.pod, Start: b.at, End: b.at,
 			Detail: fmt.Sprintf("pod %s created while pod %s on the node was terminating, and the DaemonSet does not surge", b.pod, b.terminating)})
 	}
+	c.pendingBeside = kept
 }
 
 // checkStaleCreate judges a pod first seen at t.
