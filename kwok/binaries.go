@@ -23,8 +23,9 @@ const (
 	BinKubectl               = "kubectl"
 	BinKwok                  = "kwok"
 	BinKwokctl               = "kwokctl"
-	// BinKwokResume is kwok v0.8.0 with kwok/tools/patches/kwok-watch-resume.patch:
-	// its watches resume from their last resourceVersion (KwokWatchResume).
+	// BinKwokResume is kwok v0.8.0 with kwok/tools/patches/kwok-watch-resume.patch
+	// (its watches resume from their last resourceVersion, KwokWatchResume)
+	// and kwok-outage-recovery.patch.
 	BinKwokResume = "kwok-resume"
 )
 

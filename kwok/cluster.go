@@ -84,7 +84,11 @@ const (
 	KwokWatchRelist KwokWatch = "relist"
 	// KwokWatchResume is kwok v0.8.0 with kwok/tools/patches/kwok-watch-resume.patch:
 	// a watch resumes from the last resourceVersion it saw, as client-go's
-	// reflector means it to, and replays nothing.
+	// reflector means it to, and replays nothing. It also carries
+	// kwok-outage-recovery.patch (a stage whose request lost its connection
+	// is retried; its pod watch backs off at most about a second), which
+	// changes nothing unless kube-apiserver goes away, so its version
+	// string still names only the watch.
 	KwokWatchResume KwokWatch = "resume"
 )
 

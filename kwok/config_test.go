@@ -193,7 +193,7 @@ func TestStagesRender(t *testing.T) {
 	for _, s := range stages {
 		names = append(names, s.GetName())
 	}
-	if diff := cmp.Diff([]string{"node-initialize", "node-heartbeat-with-lease", "dsbench-pod-ready", "dsbench-pod-reready", "dsbench-pod-delete"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"node-initialize", "node-heartbeat-with-lease", "dsbench-pod-ready", "dsbench-pod-reready", "dsbench-pod-delete", "dsbench-pod-delete-leftover"}, names); diff != "" {
 		t.Errorf("default stages (-want +got):\n%s", diff)
 	}
 	hb, _, _ := unstructured.NestedMap(stages[1].Object, "spec", "delay")
@@ -210,8 +210,8 @@ func TestStagesRender(t *testing.T) {
 			t.Errorf("pod-ready stage lacks %q:\n%s", want, data)
 		}
 	}
-	if len(stages) != 7 {
-		t.Errorf("want 7 stages with fail and never-ready, got %d", len(stages))
+	if len(stages) != 8 {
+		t.Errorf("want 8 stages with fail and never-ready, got %d", len(stages))
 	}
 	if _, err := Stages(StageOptions{FailImages: "("}); err == nil || !strings.Contains(err.Error(), "failImages") {
 		t.Errorf("bad regexp: %v", err)

@@ -57,16 +57,21 @@ for bin in kwok kwokctl; do
   mv "$gobin/$bin" "$out/$bin" && rmdir "$gobin" && mark "$bin" "$kwok_stamp"
 done
 
-# kwok-resume is the same kwok controller with one patch
-# (patches/kwok-watch-resume.patch): its watches resume from the last
+# kwok-resume is the same kwok controller with two patches:
+# patches/kwok-watch-resume.patch makes its watches resume from the last
 # resourceVersion they saw, where v0.8.0 starts every watch, each one after a
-# close too, from "0" and works through every object again. The module comes
-# from the Go module proxy as released; the patch is applied to a copy.
-resume_patch="$here/patches/kwok-watch-resume.patch"
-resume_recipe="git apply" # how the patch is applied; part of the stamp
-resume_stamp=$(stamp_of <(echo "$kwok_version $kwok_ldflags $resume_recipe") "$resume_patch")
+# close too, from "0" and works through every object again;
+# patches/kwok-outage-recovery.patch retries a stage whose request lost its
+# connection (kube-apiserver killed under it), which v0.8.0 drops for good,
+# and caps its pod watch's backoff at about a second (client-go's reaches
+# 30-60 s after an outage).
+# The module comes from the Go module proxy as released; the patches are
+# applied to a copy, in this order.
+resume_patches=("$here/patches/kwok-watch-resume.patch" "$here/patches/kwok-outage-recovery.patch")
+resume_recipe="git apply" # how the patches are applied; part of the stamp
+resume_stamp=$(stamp_of <(echo "$kwok_version $kwok_ldflags $resume_recipe") "${resume_patches[@]}")
 if ! fresh kwok-resume "$resume_stamp"; then
-  echo "building kwok-resume $kwok_version with $(basename "$resume_patch")" >&2
+  echo "building kwok-resume $kwok_version with $(cd "$here/patches" && echo *.patch)" >&2
   src=$(go mod download -json "sigs.k8s.io/kwok@$kwok_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   [ -d "$src" ] || { echo "build.sh: no source folder for sigs.k8s.io/kwok@$kwok_version" >&2; exit 1; }
   work=$(mktemp -d)
@@ -75,7 +80,9 @@ if ! fresh kwok-resume "$resume_stamp"; then
   # git, not patch(1), which a clean Debian machine may lack. The ceiling keeps
   # git from taking a repository above the copy for its own; a hunk that
   # does not apply exactly (or was applied already) fails the build.
-  GIT_CEILING_DIRECTORIES="$work" git -C "$work/kwok" apply --verbose "$resume_patch" >&2
+  for patch in "${resume_patches[@]}"; do
+    GIT_CEILING_DIRECTORIES="$work" git -C "$work/kwok" apply --verbose "$patch" >&2
+  done
   (cd "$work/kwok" && CGO_ENABLED=0 GOFLAGS=-mod=readonly go build -trimpath -ldflags "$kwok_ldflags" -o "$out/kwok-resume.tmp" ./cmd/kwok)
   mv "$out/kwok-resume.tmp" "$out/kwok-resume" && mark kwok-resume "$resume_stamp"
   rm -rf "$work"
