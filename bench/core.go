@@ -27,6 +27,10 @@ type CoreConfig struct {
 	// PodStallAfter is how long a bound pod may stay Pending on a Ready node
 	// before it counts as a simulator stall (at least MinStallAfter).
 	PodStallAfter time.Duration
+	// DeleteStallAfter is how long a deleted pod may stay terminating on a
+	// Ready node before it counts as a simulator stall (at least
+	// MinStallAfter).
+	DeleteStallAfter time.Duration
 	// StopAtViolation makes Tick ask to end the run at the first unexpected
 	// violation.
 	StopAtViolation bool
@@ -81,7 +85,7 @@ func NewCore(conf CoreConfig) *Core {
 		stopAt:   conf.StopAtViolation,
 		dss:      map[string]bool{},
 		timeline: map[string]*reports.Timeline{},
-		stalls:   newStallTracker(conf.PodStallAfter),
+		stalls:   newStallTracker(conf.PodStallAfter, conf.DeleteStallAfter),
 	}
 }
 
@@ -234,7 +238,8 @@ func (c *Core) Observe(ev oracle.Event, arrived time.Time) {
 
 // TickResult is what the executor must do after a Tick.
 type TickResult struct {
-	// Nudge are pods kwok left Pending to touch, once each (see stallTracker).
+	// Nudge are pods kwok left Pending or terminating to touch, once each
+	// (see stallTracker).
 	Nudge []string
 	// Stop, when set, is why the run must end now (StopAtViolation); it is
 	// set once.

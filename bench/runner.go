@@ -333,11 +333,13 @@ func (s *runState) play(ctx context.Context) (err error) {
 		}
 	}()
 	s.core = NewCore(CoreConfig{
-		Scenario:        s.sc,
-		Oracle:          oc,
-		PodStallAfter:   4 * (b.ReadyDelay.Duration + b.ReadyJitter.Duration),
-		StopAtViolation: s.r.conf.StopAtViolation,
-		Journal:         journal,
+		Scenario:      s.sc,
+		Oracle:        oc,
+		PodStallAfter: 4 * (b.ReadyDelay.Duration + b.ReadyJitter.Duration),
+		// kwok's delete stage waits DeleteDelay plus up to as much jitter.
+		DeleteStallAfter: 4 * 2 * b.DeleteDelay.Duration,
+		StopAtViolation:  s.r.conf.StopAtViolation,
+		Journal:          journal,
 	})
 
 	s.progress("preparing cluster")
@@ -949,8 +951,8 @@ func (s *runState) waitStatusSettled(ctx context.Context) {
 	})
 }
 
-// nudge touches a pod that kwok left Pending, so that kwok sees an event
-// for it again (see stallTracker).
+// nudge touches a pod that kwok left Pending or terminating, so that kwok
+// sees an event for it again (see stallTracker).
 func (s *runState) nudge(ctx context.Context, key string) {
 	ns, name, _ := strings.Cut(key, "/")
 	err := kwok.NudgePod(ctx, s.r.client, ns, name, s.r.clock.Now())

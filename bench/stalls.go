@@ -9,8 +9,8 @@ import (
 	"github.com/dsbench/dsbench/reports"
 )
 
-// MinStallAfter is the least time a pod may stay Pending on a Ready node
-// before the harness calls it a simulator stall.
+// MinStallAfter is the least time a pod may stay Pending, or terminating, on
+// a Ready node before the harness calls it a simulator stall.
 const MinStallAfter = 20 * time.Second
 
 // A pod that waits is only stalled if kwok has nothing else to do: it has
@@ -26,33 +26,43 @@ const MinStallAfter = 20 * time.Second
 // (reports/README.md, "What the 5000-node stalls were").
 const stallIdleAfter = 5 * time.Second
 
-// stallTracker finds pods that kwok never starts. kwok v0.8.0's pod
-// controller drops the event of a pod whose node its node controller has
-// not registered yet (PodController.need) and never retries, so a pod bound
-// to a node that just joined (or was re-created under the same name) stays
-// Pending until kwok next receives it again (its pod watch re-established:
-// minutes when kwok keeps up). That is the simulator's failure, not the
+// stallTracker finds pods that kwok never starts, or never finalizes.
+// kwok v0.8.0's pod controller drops the event of a pod whose node its node
+// controller has not registered yet (PodController.need) and never retries,
+// so a pod bound to a node that just joined (or was re-created under the
+// same name) stays Pending until kwok next receives it again (its pod watch
+// re-established: minutes when kwok keeps up). It also drops a stage whose
+// request failed other than by a refused connection: a pod whose DELETE
+// kube-apiserver dropped as it was killed ("unexpected EOF") stays
+// terminating for good, and a controller that rightly waits for it (no
+// surge) never replaces it. Either is the simulator's failure, not the
 // controller's: the harness nudges such a pod (an annotation, which kwok
 // sees as a new event) and reports every stall, so that no result silently
 // depends on it. Pure: events and time come in, stalls go out.
 type stallTracker struct {
-	after   time.Duration
-	pending map[string]*stallEntry // pod key -> bound and Pending since
-	done    []reports.SimulatorStall
+	after            time.Duration          // for a Pending pod
+	terminatingAfter time.Duration          // for a terminating pod
+	pending          map[string]*stallEntry // pod key -> bound and waiting for kwok since
+	done             []reports.SimulatorStall
 	// lastAction is when kwok last started a pod or finalized a
 	// terminating one.
 	lastAction time.Time
 }
 
 type stallEntry struct {
-	pod, node string
-	since     time.Time
-	stalledAt time.Time // zero until it counts as stalled
-	nudged    bool
+	pod, node   string
+	terminating bool // waits to be finalized, not started
+	since       time.Time
+	stalledAt   time.Time // zero until it counts as stalled
+	nudged      bool
 }
 
-func newStallTracker(after time.Duration) *stallTracker {
-	return &stallTracker{after: max(after, MinStallAfter), pending: map[string]*stallEntry{}}
+// newStallTracker bounds how long kwok may leave a bound pod Pending
+// (after) and a deleted one terminating (terminatingAfter); neither less
+// than MinStallAfter.
+func newStallTracker(after, terminatingAfter time.Duration) *stallTracker {
+	return &stallTracker{after: max(after, MinStallAfter), terminatingAfter: max(terminatingAfter, MinStallAfter),
+		pending: map[string]*stallEntry{}}
 }
 
 // observe follows one pod event at t.
@@ -61,13 +71,17 @@ func (s *stallTracker) observe(key string, pod *corev1.Pod, deleted bool, t time
 		s.lastAction = t // kwok's pod-delete stage finalized it
 	}
 	e := s.pending[key]
-	waiting := !deleted && pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodPending
+	bound := !deleted && pod.Spec.NodeName != ""
+	// kwok's pod-delete stage finalizes every bound pod that terminates,
+	// whatever its phase.
+	terminating := bound && pod.DeletionTimestamp != nil
+	waiting := terminating || bound && pod.Status.Phase == corev1.PodPending
 	switch {
-	case waiting && (e == nil || e.node != pod.Spec.NodeName):
+	case waiting && (e == nil || e.node != pod.Spec.NodeName || e.terminating != terminating):
 		if e != nil {
 			s.end(e, t)
 		}
-		s.pending[key] = &stallEntry{pod: key, node: pod.Spec.NodeName, since: t}
+		s.pending[key] = &stallEntry{pod: key, node: pod.Spec.NodeName, terminating: terminating, since: t}
 	case !waiting && e != nil:
 		if !deleted && pod.DeletionTimestamp == nil && pod.Spec.NodeName == e.node {
 			s.lastAction = t // kwok moved it on: Running, Failed or Succeeded
@@ -79,11 +93,16 @@ func (s *stallTracker) observe(key string, pod *corev1.Pod, deleted bool, t time
 
 func (s *stallTracker) end(e *stallEntry, t time.Time) {
 	if !e.stalledAt.IsZero() {
-		s.done = append(s.done, reports.SimulatorStall{Pod: e.pod, Node: e.node, Start: e.since, Seconds: t.Sub(e.since).Seconds(), Nudged: e.nudged})
+		s.done = append(s.done, e.stall(t, false))
 	}
 }
 
-// due returns the pods that have now waited past the bound on a node that
+func (e *stallEntry) stall(t time.Time, open bool) reports.SimulatorStall {
+	return reports.SimulatorStall{Pod: e.pod, Node: e.node, Terminating: e.terminating, Start: e.since,
+		Seconds: t.Sub(e.since).Seconds(), Nudged: e.nudged, Open: open}
+}
+
+// due returns the pods that have now waited past their bound on a node that
 // is Ready (a pod on a NotReady node waits for the node, rightly) while kwok
 // is idle, and marks them stalled and nudged: the caller nudges each once.
 func (s *stallTracker) due(now time.Time, nodeReady func(string) bool) []string {
@@ -92,7 +111,11 @@ func (s *stallTracker) due(now time.Time, nodeReady func(string) bool) []string 
 	}
 	var out []string
 	for key, e := range s.pending {
-		if e.nudged || now.Sub(e.since) < s.after || !nodeReady(e.node) {
+		after := s.after
+		if e.terminating {
+			after = s.terminatingAfter
+		}
+		if e.nudged || now.Sub(e.since) < after || !nodeReady(e.node) {
 			continue
 		}
 		e.stalledAt, e.nudged = now, true
@@ -107,7 +130,7 @@ func (s *stallTracker) finish(now time.Time) []reports.SimulatorStall {
 	out := slices.Clone(s.done)
 	for _, e := range s.pending {
 		if !e.stalledAt.IsZero() {
-			out = append(out, reports.SimulatorStall{Pod: e.pod, Node: e.node, Start: e.since, Seconds: now.Sub(e.since).Seconds(), Nudged: e.nudged, Open: true})
+			out = append(out, e.stall(now, true))
 		}
 	}
 	slices.SortFunc(out, func(a, b reports.SimulatorStall) int { return a.Start.Compare(b.Start) })

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ func TestStallTracker(t *testing.T) {
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	ready := map[string]bool{"n1": true, "n2": true, "n3": false}
 	nodeReady := func(n string) bool { return ready[n] }
-	s := newStallTracker(4 * time.Second) // below the floor: 20 s applies
+	s := newStallTracker(4*time.Second, 0) // below the floor: 20 s applies
 	s.observe("ns/started", stallPod("n1", corev1.PodPending), false, at(0))
 	s.observe("ns/started", stallPod("n1", corev1.PodRunning), false, at(2))
 	s.observe("ns/stuck", stallPod("n2", corev1.PodPending), false, at(1))
@@ -47,15 +48,90 @@ func TestStallTracker(t *testing.T) {
 	if out[1].Pod != "ns/gone" || out[1].Seconds != 30 || !out[1].Open {
 		t.Errorf("second stall %+v, want ns/gone still open after 30 s", out[1])
 	}
-	// A deletion ends a wait; a terminating pod is not kwok's start to make.
-	s2 := newStallTracker(0)
-	p := stallPod("n1", corev1.PodPending)
-	s2.observe("ns/x", p, false, at(0))
-	p2 := p.DeepCopy()
-	p2.DeletionTimestamp = &metav1.Time{Time: at(1)}
-	s2.observe("ns/x", p2, false, at(1))
-	if got := s2.due(at(100), nodeReady); len(got) != 0 {
-		t.Errorf("a terminating pod counted as stalled: %v", got)
+}
+
+func terminatingPod(node string, since time.Time) *corev1.Pod {
+	p := stallPod(node, corev1.PodRunning)
+	p.DeletionTimestamp = &metav1.Time{Time: since}
+	return p
+}
+
+// A deleted pod kwok never finalizes is a stall of its own: kwok v0.8.0
+// drops a delete stage whose request kube-apiserver dropped ("unexpected
+// EOF" as it was killed), and a controller that rightly waits for the old
+// pod then never replaces it.
+func TestStallTrackerTerminatingPods(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	ready := map[string]bool{"n1": true, "n2": false}
+	nodeReady := func(n string) bool { return ready[n] }
+	for _, tc := range []struct {
+		name             string
+		terminatingAfter time.Duration
+		events           func(s *stallTracker)
+		check            float64
+		want             []string
+	}{
+		{"finalized in time", 0, func(s *stallTracker) {
+			s.observe("ns/old", terminatingPod("n1", at(1)), false, at(1))
+			s.observe("ns/old", terminatingPod("n1", at(1)), true, at(3))
+		}, 40, nil},
+		{"never finalized, within 20 s", 0, func(s *stallTracker) {
+			s.observe("ns/old", terminatingPod("n1", at(1)), false, at(1))
+		}, 20.9, nil},
+		{"never finalized, past 20 s with kwok idle", 0, func(s *stallTracker) {
+			s.observe("ns/old", terminatingPod("n1", at(1)), false, at(1))
+		}, 21.5, []string{"ns/old"}},
+		{"a long delete delay widens the bound", 40 * time.Second, func(s *stallTracker) {
+			s.observe("ns/old", terminatingPod("n1", at(1)), false, at(1))
+		}, 30, nil},
+		{"a long delete delay, past it", 40 * time.Second, func(s *stallTracker) {
+			s.observe("ns/old", terminatingPod("n1", at(1)), false, at(1))
+		}, 41.5, []string{"ns/old"}},
+		{"on a NotReady node", 0, func(s *stallTracker) {
+			s.observe("ns/old", terminatingPod("n2", at(1)), false, at(1))
+		}, 60, nil},
+		{"Pending, then deleted: the wait to finalize starts at the deletion", 0, func(s *stallTracker) {
+			s.observe("ns/x", stallPod("n1", corev1.PodPending), false, at(0))
+			s.observe("ns/x", terminatingPod("n1", at(15)), false, at(15))
+		}, 30, nil},
+		{"Pending, then deleted, never finalized", 0, func(s *stallTracker) {
+			s.observe("ns/x", stallPod("n1", corev1.PodPending), false, at(0))
+			s.observe("ns/x", terminatingPod("n1", at(15)), false, at(15))
+		}, 35.5, []string{"ns/x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStallTracker(0, tc.terminatingAfter)
+			tc.events(s)
+			if got := s.due(at(tc.check), nodeReady); !slices.Equal(got, tc.want) {
+				t.Errorf("due at %.1f s: %v, want %v", tc.check, got, tc.want)
+			}
+		})
+	}
+
+	// The report says which kind of wait it was, and how long it lasted.
+	s := newStallTracker(0, 0)
+	s.observe("ns/old", terminatingPod("n1", at(1)), false, at(1))
+	s.observe("ns/late", stallPod("n1", corev1.PodPending), false, at(1))
+	if got := s.due(at(22), nodeReady); !slices.Equal(got, []string{"ns/late", "ns/old"}) {
+		t.Fatalf("due at 22 s: %v, want both", got)
+	}
+	s.observe("ns/old", terminatingPod("n1", at(1)), true, at(23)) // the nudge worked
+	out := s.finish(at(30))
+	if len(out) != 2 {
+		t.Fatalf("stalls %+v, want 2", out)
+	}
+	for _, st := range out {
+		switch st.Pod {
+		case "ns/old":
+			if !st.Terminating || st.Open || st.Seconds != 22 || !st.Nudged {
+				t.Errorf("stall %+v, want terminating, ended after 22 s, nudged", st)
+			}
+		case "ns/late":
+			if st.Terminating || !st.Open || st.Seconds != 29 {
+				t.Errorf("stall %+v, want Pending, open after 29 s", st)
+			}
+		}
 	}
 }
 
@@ -83,7 +159,7 @@ func TestStallTrackerBacklogIsNotAStall(t *testing.T) {
 		{"kwok idle, but the pod waited less than 20 s", nil, 29, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStallTracker(0)
+			s := newStallTracker(0, 0)
 			s.observe("ns/waiting", stallPod("w", corev1.PodPending), false, at(10))
 			for i, bound := range tc.started {
 				key := "ns/p" + string(rune('a'+i))
@@ -105,7 +181,7 @@ func TestStallTrackerCatchesALostPodOnceKwokIsIdle(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	nodeReady := func(string) bool { return true }
-	s := newStallTracker(0)
+	s := newStallTracker(0, 0)
 	s.observe("ns/lost", stallPod("w", corev1.PodPending), false, at(1))
 	// kwok starts one other pod a second, from 2 s to 60 s.
 	for i := 0; i <= 58; i++ {

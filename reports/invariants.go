@@ -137,19 +137,31 @@ func checkRun(run *Run) []Finding {
 		add(SeverityWarn, CheckWatchGap, "%d watch %s caused by a fault step (%s): the harness listed again; changes undone within a gap are not seen", len(faultGaps), plural(len(faultGaps), "gap", "gaps"), strings.Join(faultGaps, ", "))
 	}
 	if st := run.SimulatorStalls; len(st) > 0 {
-		worst, open := 0.0, 0
+		worst, open, pending, terminating := 0.0, 0, 0, 0
 		for _, x := range st {
 			worst = max(worst, x.Seconds)
 			if x.Open {
 				open++
 			}
+			if x.Terminating {
+				terminating++
+			} else {
+				pending++
+			}
+		}
+		var what []string
+		if pending > 0 {
+			what = append(what, fmt.Sprintf("%d %s Pending", pending, plural(pending, "pod", "pods")))
+		}
+		if terminating > 0 {
+			what = append(what, fmt.Sprintf("%d deleted %s terminating", terminating, plural(terminating, "pod", "pods")))
 		}
 		left := "the run is left out of the statistics, since its times include the stall"
 		if joinsAfterStalls(run) {
 			left = "the run is left out of the statistics but for its node joins, which all began " + StallSettle.String() + " or more after the last stall ended"
 		}
-		add(SeverityWarn, CheckSimulatorStall, "kwok left %d %s Pending on Ready nodes (longest %ss, %d never started); the harness nudged each; %s",
-			len(st), plural(len(st), "pod", "pods"), fmtDecimal(worst), open, left)
+		add(SeverityWarn, CheckSimulatorStall, "kwok left %s on Ready nodes (longest %ss, %d still waiting at the end); the harness nudged each; %s",
+			strings.Join(what, " and "), fmtDecimal(worst), open, left)
 	}
 	if rs := run.ClusterRestarts; len(rs) > 0 {
 		var parts, failed []string
@@ -200,7 +212,7 @@ func checkJoinsMeasured(run *Run) []Finding {
 	}
 	stalled := map[string]bool{}
 	for _, st := range run.SimulatorStalls {
-		if st.Open {
+		if st.Open && !st.Terminating {
 			stalled[st.Node] = true
 		}
 	}

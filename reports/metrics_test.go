@@ -186,7 +186,20 @@ func TestCheckRun(t *testing.T) {
 			r.Violations = []Violation{{Kind: "extra-pod", Node: "n1", Start: r.Start.Add(3 * time.Second), Seconds: 1.5}}
 		}, want: []string{
 			`fail unexpected-violation: 1 unexpected violation (extra-pod ×1); first: extra-pod on node "n1" at +3.00s for 1.50s`,
-			"warn simulator-stall: kwok left 1 pod Pending on Ready nodes (longest 31.50s, 0 never started); the harness nudged each; the run is left out of the statistics, since its times include the stall",
+			"warn simulator-stall: kwok left 1 pod Pending on Ready nodes (longest 31.50s, 0 still waiting at the end); the harness nudged each; the run is left out of the statistics, since its times include the stall",
+		}},
+		// A deleted pod kwok never finalized is the simulator's too; the
+		// missing pod it caused is still judged.
+		{name: "simulator stall of a terminating pod", mutate: func(r *Run) {
+			r.SimulatorStalls = []SimulatorStall{
+				{Pod: "ns/old", Node: "n1", Terminating: true, Seconds: 24, Nudged: true},
+				{Pod: "ns/older", Node: "n2", Terminating: true, Seconds: 40, Nudged: true, Open: true},
+				{Pod: "ns/new", Node: "n3", Seconds: 21, Nudged: true},
+			}
+			r.Violations = []Violation{{Kind: "missing-pod", Node: "n2", Start: r.Start.Add(3 * time.Second), Seconds: 40}}
+		}, want: []string{
+			`fail unexpected-violation: 1 unexpected violation (missing-pod ×1); first: missing-pod on node "n2" at +3.00s for 40.00s`,
+			"warn simulator-stall: kwok left 1 pod Pending and 2 deleted pods terminating on Ready nodes (longest 40.00s, 1 still waiting at the end); the harness nudged each; the run is left out of the statistics, since its times include the stall",
 		}},
 		// A cluster component that exited leaves the statistics, not the
 		// verdict; one that could not be started again fails the run.
@@ -209,7 +222,7 @@ func TestCheckRun(t *testing.T) {
 			r.SimulatorStalls = []SimulatorStall{{Pod: "ns/p", Node: "n1", Start: r.Start, Seconds: 25, Nudged: true}}
 			r.NodeJoins = []NodeLatency{{Node: "j1", Seconds: 0.5, Start: r.Start.Add(45 * time.Second)}}
 		}, want: []string{
-			"warn simulator-stall: kwok left 1 pod Pending on Ready nodes (longest 25.00s, 0 never started); the harness nudged each; the run is left out of the statistics but for its node joins, which all began 20s or more after the last stall ended",
+			"warn simulator-stall: kwok left 1 pod Pending on Ready nodes (longest 25.00s, 0 still waiting at the end); the harness nudged each; the run is left out of the statistics but for its node joins, which all began 20s or more after the last stall ended",
 		}},
 		// kwok's replays warn; unlike a stall they take no run out (RunMetrics ignores them).
 		{name: "kwok replays", mutate: func(r *Run) {

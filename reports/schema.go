@@ -427,14 +427,18 @@ type Coverage struct {
 	WatchGaps        []WatchGap `json:"watchGaps,omitempty"`
 }
 
-// SimulatorStall is a pod the simulator did not start in time.
+// SimulatorStall is a pod the simulator did not start, or did not finalize,
+// in time.
 type SimulatorStall struct {
-	Pod     string    `json:"pod"`
-	Node    string    `json:"node"`
-	Start   time.Time `json:"start"`   // bound and Pending since
-	Seconds float64   `json:"seconds"` // until it started or went, or the run ended
-	Nudged  bool      `json:"nudged"`
-	Open    bool      `json:"open,omitempty"` // still Pending when the run ended
+	Pod  string `json:"pod"`
+	Node string `json:"node"`
+	// Terminating: the pod waited to be finalized after its deletion, not
+	// to start.
+	Terminating bool      `json:"terminating,omitempty"`
+	Start       time.Time `json:"start"`   // bound and Pending (or terminating) since
+	Seconds     float64   `json:"seconds"` // until it started or went, or the run ended
+	Nudged      bool      `json:"nudged"`
+	Open        bool      `json:"open,omitempty"` // still waiting when the run ended
 }
 
 // Harness measures the harness itself. Each watch event is stamped once,
