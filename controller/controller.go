@@ -101,6 +101,11 @@ type Config struct {
 	// 0 means DefaultMaxCreateBatch. Unlike upstream's burst of 250 it does
 	// not end the sync: the batches go on at this size.
 	MaxCreateBatch int
+	// SlowStartInitialBatch is the first slow-start batch of a DaemonSet's
+	// creates when nothing is remembered of its last ones (a new DaemonSet,
+	// or a minute since); 0 means DefaultSlowStartInitialBatch, upstream's
+	// 1. After a failure the retries start at one whatever it is.
+	SlowStartInitialBatch int
 	// AdaptiveCreates paces creates to the API server: a controller-wide
 	// limit on creates in flight, between pacing.DefaultMinLimit and
 	// MaxCreateBatch, that grows while creates are acknowledged about as
@@ -196,6 +201,8 @@ type Controller struct {
 
 	slowStartMu sync.Mutex
 	slowStart   map[string]slowStartResume // DaemonSet key -> where its next creates' slow start begins
+	// slowStartInitial is the first batch when slowStart holds nothing.
+	slowStartInitial int
 
 	writes     sync.WaitGroup   // pod writes on their way (applyPods)
 	startWrite func(func())     // starts a sync's pod writes: c.writes.Go; tests run them in place
@@ -242,6 +249,12 @@ func NewController(conf Config) (*Controller, error) {
 	case conf.MaxCreateBatch == 0:
 		conf.MaxCreateBatch = DefaultMaxCreateBatch
 	}
+	switch {
+	case conf.SlowStartInitialBatch < 0:
+		return nil, fmt.Errorf("creating DaemonSet controller: SlowStartInitialBatch %d is negative", conf.SlowStartInitialBatch)
+	case conf.SlowStartInitialBatch == 0:
+		conf.SlowStartInitialBatch = DefaultSlowStartInitialBatch
+	}
 	if conf.MaxPodWritesInFlight < 0 {
 		return nil, fmt.Errorf("creating DaemonSet controller: MaxPodWritesInFlight %d is negative", conf.MaxPodWritesInFlight)
 	}
@@ -274,31 +287,32 @@ func NewController(conf Config) (*Controller, error) {
 	}
 
 	c := &Controller{
-		client:         conf.Client,
-		factory:        conf.Informers,
-		clock:          conf.Clock,
-		logger:         conf.Logger.WithName("daemonset"),
-		recorder:       conf.Recorder,
-		metrics:        conf.Metrics,
-		workers:        conf.Workers,
-		burstReplicas:  conf.BurstReplicas,
-		maxCreateBatch: conf.MaxCreateBatch,
-		bindMode:       conf.BindMode,
-		syncDelay:      conf.SyncDelay,
-		expectations:   NewExpectations(conf.Clock, conf.ExpectationsTTL),
-		pendingNodes:   map[string]nodeChange{},
-		backoff:        map[string]plan.Backoff{},
-		slowStart:      map[string]slowStartResume{},
-		writeErr:       map[string]error{},
-		writtenStatus:  map[string]writtenStatus{},
-		statusWritten:  map[string]time.Time{},
-		idle:           map[string]bool{},
-		planCost:       map[string]time.Duration{},
-		revisionDataOf: map[types.UID]keptRevisionData{},
-		podMemos:       map[string]*podMemo{},
-		statusInterval: conf.StatusInterval,
-		podUpdateBatch: conf.PodUpdateBatch,
-		batchFactor:    conf.PodUpdateBatchCostFactor,
+		client:           conf.Client,
+		factory:          conf.Informers,
+		clock:            conf.Clock,
+		logger:           conf.Logger.WithName("daemonset"),
+		recorder:         conf.Recorder,
+		metrics:          conf.Metrics,
+		workers:          conf.Workers,
+		burstReplicas:    conf.BurstReplicas,
+		maxCreateBatch:   conf.MaxCreateBatch,
+		slowStartInitial: conf.SlowStartInitialBatch,
+		bindMode:         conf.BindMode,
+		syncDelay:        conf.SyncDelay,
+		expectations:     NewExpectations(conf.Clock, conf.ExpectationsTTL),
+		pendingNodes:     map[string]nodeChange{},
+		backoff:          map[string]plan.Backoff{},
+		slowStart:        map[string]slowStartResume{},
+		writeErr:         map[string]error{},
+		writtenStatus:    map[string]writtenStatus{},
+		statusWritten:    map[string]time.Time{},
+		idle:             map[string]bool{},
+		planCost:         map[string]time.Duration{},
+		revisionDataOf:   map[types.UID]keptRevisionData{},
+		podMemos:         map[string]*podMemo{},
+		statusInterval:   conf.StatusInterval,
+		podUpdateBatch:   conf.PodUpdateBatch,
+		batchFactor:      conf.PodUpdateBatchCostFactor,
 	}
 	if conf.MaxPodWritesInFlight > 0 {
 		c.podWrites = semaphore.NewWeighted(int64(conf.MaxPodWritesInFlight))
@@ -442,7 +456,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.nodeQueue.ShutDown()
 
 	c.StartInformers(ctx)
-	logger.Info("Starting DaemonSet controller", "workers", c.workers, "burstReplicas", c.burstReplicas, "maxCreateBatch", c.maxCreateBatch, "bindMode", c.bindMode)
+	logger.Info("Starting DaemonSet controller", "workers", c.workers, "burstReplicas", c.burstReplicas, "maxCreateBatch", c.maxCreateBatch, "slowStartInitialBatch", c.slowStartInitial, "bindMode", c.bindMode)
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
 		// Only a cancelled context stops the wait: that is a shutdown.
 		return nil

@@ -60,7 +60,7 @@ func (c *Controller) deleteDaemonSet(obj any) {
 	// A new DaemonSet of the same name must not inherit our state.
 	c.expectations.Delete(key)
 	c.forgetBackoff(key)
-	c.rememberSlowStart(key, 0)
+	c.forgetSlowStart(key)
 	c.forgetWrites(key)
 	c.forgetPodMemo(key)
 	c.revisionDataMu.Lock()

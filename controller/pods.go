@@ -49,15 +49,21 @@ func slowStartBatches(n, maxBatch, first int) []int {
 // at a batch of one in every sync; in a rollout, where each sync creates
 // the replacements of the pods that finished terminating since the last
 // one, that cost a round trip per doubling (six for 35 creates) while the
-// next terminated pods waited for the sync to end. A failure forgets it, so
-// a quota or a webhook that starts refusing costs at most one batch of the
-// size reached, and the retries start at one again.
+// next terminated pods waited for the sync to end. A failure is remembered
+// until creates succeed again, so a quota or a webhook that starts
+// refusing costs at most one batch of the size reached, and the retries
+// start at one, however long the backoff between them.
 const SlowStartMemory = time.Minute
+
+// DefaultSlowStartInitialBatch is the first batch of a DaemonSet's creates
+// when nothing is remembered: upstream's SlowStartInitialBatchSize.
+const DefaultSlowStartInitialBatch = 1
 
 // slowStartResume is where a DaemonSet's slow start resumes.
 type slowStartResume struct {
-	size int       // the first batch of the next creates
-	at   time.Time // when the creates that proved it ended
+	size   int       // the first batch of the next creates
+	at     time.Time // when the creates that proved it ended
+	failed bool      // the last creates failed: resume at one until some succeed
 }
 
 // slowStartFirst returns the first batch size of key's next creates.
@@ -65,23 +71,34 @@ func (c *Controller) slowStartFirst(key string) int {
 	c.slowStartMu.Lock()
 	defer c.slowStartMu.Unlock()
 	r, ok := c.slowStart[key]
-	if !ok || c.clock.Since(r.at) > SlowStartMemory {
+	switch {
+	case ok && r.failed:
 		return 1
+	case !ok || c.clock.Since(r.at) > SlowStartMemory:
+		return c.slowStartInitial
 	}
 	return r.size
 }
 
 // rememberSlowStart records how key's creates ended: largest is the largest
-// batch that succeeded entirely; 0 (a failure, or the DaemonSet is gone)
-// forgets, so the next creates start at one.
+// batch that succeeded entirely; 0, a failure, makes the next creates start
+// at one until some succeed.
 func (c *Controller) rememberSlowStart(key string, largest int) {
 	c.slowStartMu.Lock()
 	defer c.slowStartMu.Unlock()
 	if largest <= 0 {
-		delete(c.slowStart, key)
+		c.slowStart[key] = slowStartResume{size: 1, at: c.clock.Now(), failed: true}
 		return
 	}
 	c.slowStart[key] = slowStartResume{size: min(2*largest, c.maxCreateBatch), at: c.clock.Now()}
+}
+
+// forgetSlowStart forgets key's slow start, when its DaemonSet is gone: a
+// new DaemonSet of the same name starts at the initial batch.
+func (c *Controller) forgetSlowStart(key string) {
+	c.slowStartMu.Lock()
+	defer c.slowStartMu.Unlock()
+	delete(c.slowStart, key)
 }
 
 // capBurst applies Config.BurstReplicas (0: no cap) to n writes of one
@@ -152,8 +169,9 @@ func (c *Controller) writePods(ctx context.Context, ds *appsv1.DaemonSet, key, h
 // backoff (processNextWorkItem): a create refused by a quota is retried at
 // a growing interval, not at every sync.
 func (c *Controller) writeDone(ctx context.Context, key string, err error) {
-	if err != nil && !c.daemonSetExists(key) {
+	if !c.daemonSetExists(key) {
 		err = nil // gone meanwhile: nothing to retry, and nothing to keep for it
+		c.forgetSlowStart(key)
 	}
 	c.writeErrMu.Lock()
 	if err != nil {

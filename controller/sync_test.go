@@ -527,6 +527,7 @@ func TestSyncSlowStartAndBurstCap(t *testing.T) {
 		name        string
 		nodes       int
 		burst       int
+		first       int      // Config.SlowStartInitialBatch
 		failNodes   []string // creates on these nodes fail
 		wantCreates int      // create calls made
 		wantErr     bool
@@ -536,12 +537,15 @@ func TestSyncSlowStartAndBurstCap(t *testing.T) {
 		{name: "first batch fails", nodes: 9, failNodes: []string{"a"}, wantCreates: 1, wantErr: true},
 		// Batches a | b c | d e f g | h i: the second fails, the rest is skipped.
 		{name: "second batch fails", nodes: 9, failNodes: []string{"c"}, wantCreates: 3, wantErr: true},
+		// Batches a b c | d e f g h i: the first is sent whole.
+		{name: "initial batch of 3 fails", nodes: 9, first: 3, failNodes: []string{"a"}, wantCreates: 3, wantErr: true},
+		{name: "initial batch of 3, second fails", nodes: 9, first: 3, failNodes: []string{"i"}, wantCreates: 9, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ds := newDaemonSet("agent")
 			objs := append([]runtime.Object{ds, currentRevision(t, ds)}, nodes(tt.nodes)...)
-			f := newFixture(t, objs, func(c *Config) { c.BurstReplicas = tt.burst })
+			f := newFixture(t, objs, func(c *Config) { c.BurstReplicas, c.SlowStartInitialBatch = tt.burst, tt.first })
 			f.client.PrependReactor("create", "pods", func(a core.Action) (bool, runtime.Object, error) {
 				if slices.Contains(tt.failNodes, targetNodeName(a.(core.CreateAction).GetObject().(*corev1.Pod))) {
 					return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("exceeded quota"))
@@ -700,16 +704,27 @@ func TestSlowStartBatches(t *testing.T) {
 }
 
 // A DaemonSet's creates resume the slow start where its last creates, all
-// successful, left it, for SlowStartMemory; a failure, or the DaemonSet's
-// deletion, restarts it at one.
+// successful, left it, for SlowStartMemory, and start at the initial batch
+// when nothing is remembered; after a failure they start at one until
+// creates succeed again, however long that takes; the DaemonSet's deletion
+// forgets everything.
 func TestSlowStartResumes(t *testing.T) {
+	for _, initial := range []int{0, 3} { // 0: the default, upstream's 1
+		t.Run(fmt.Sprintf("initial=%d", initial), func(t *testing.T) {
+			testSlowStartResumes(t, initial)
+		})
+	}
+}
+
+func testSlowStartResumes(t *testing.T, initial int) {
+	wantInitial := max(initial, DefaultSlowStartInitialBatch)
 	ds := newDaemonSet("agent")
 	key := dsKey(ds)
 	objs := []runtime.Object{ds, currentRevision(t, ds)}
-	for i := range 3 { // batches 1 2
+	for i := range 3 { // batches 1 2, or one of 3
 		objs = append(objs, newNode(fmt.Sprintf("n%d", i), nil))
 	}
-	f := newFixture(t, objs, func(c *Config) { c.MaxCreateBatch = 16 })
+	f := newFixture(t, objs, func(c *Config) { c.MaxCreateBatch, c.SlowStartInitialBatch = 16, initial })
 	failOn := ""
 	f.client.PrependReactor("create", "pods", func(a core.Action) (bool, runtime.Object, error) {
 		if targetNodeName(a.(core.CreateAction).GetObject().(*corev1.Pod)) == failOn {
@@ -717,18 +732,22 @@ func TestSlowStartResumes(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	if got := f.c.slowStartFirst(key); got != 1 {
-		t.Fatalf("first batch before any create = %d, want 1", got)
+	if got := f.c.slowStartFirst(key); got != wantInitial {
+		t.Fatalf("first batch before any create = %d, want %d", got, wantInitial)
 	}
 	if err := f.sync(key); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.c.slowStartFirst(key); got != 4 {
-		t.Errorf("after batches of 1 and 2: next first batch = %d, want 4", got)
+	wantNext := 4 // after batches of 1 and 2
+	if wantInitial == 3 {
+		wantNext = 6 // after one batch of 3
+	}
+	if got := f.c.slowStartFirst(key); got != wantNext {
+		t.Errorf("after the first creates: next first batch = %d, want %d", got, wantNext)
 	}
 	f.clock.Step(SlowStartMemory + time.Second)
-	if got := f.c.slowStartFirst(key); got != 1 {
-		t.Errorf("%v after the last creates: first batch = %d, want 1", SlowStartMemory+time.Second, got)
+	if got := f.c.slowStartFirst(key); got != wantInitial {
+		t.Errorf("%v after the last creates: first batch = %d, want %d", SlowStartMemory+time.Second, got, wantInitial)
 	}
 
 	// Resumed at 4, a batch that fails is sent whole (4 calls, one
@@ -754,14 +773,22 @@ func TestSlowStartResumes(t *testing.T) {
 	if got := f.c.slowStartFirst(key); got != 1 {
 		t.Errorf("after a failure: first batch = %d, want 1", got)
 	}
+	f.clock.Step(10 * SlowStartMemory) // a long backoff: still one
+	if got := f.c.slowStartFirst(key); got != 1 {
+		t.Errorf("%v after a failure: first batch = %d, want 1", 10*SlowStartMemory, got)
+	}
 
 	f.c.rememberSlowStart(key, 8)
 	if got := f.c.slowStartFirst(key); got != 16 {
 		t.Errorf("after a batch of 8 under a cap of 16: first batch = %d, want 16", got)
 	}
+	f.c.rememberSlowStart(key, 0)
 	f.c.deleteDaemonSet(ds)
-	if got := f.c.slowStartFirst(key); got != 1 {
-		t.Errorf("after the DaemonSet's deletion: first batch = %d, want 1", got)
+	if got := f.c.slowStartFirst(key); got != wantInitial {
+		t.Errorf("after the DaemonSet's deletion: first batch = %d, want %d", got, wantInitial)
+	}
+	if _, err := NewController(Config{Client: newFakeClient(), SlowStartInitialBatch: -1}); err == nil {
+		t.Error("a negative SlowStartInitialBatch was accepted")
 	}
 }
 

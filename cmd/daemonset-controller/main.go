@@ -37,6 +37,10 @@
 //	                       streams with this many in flight (a 5000-node
 //	                       DaemonSet would otherwise send 2048 at once to a
 //	                       real API server)
+//	--slow-start-initial-batch 1  first slow-start batch of a DaemonSet's
+//	                       creates when none ended in the last minute (1:
+//	                       upstream's); after a failed create the retries
+//	                       start at 1 whatever it is
 //	--max-pod-writes-in-flight 0  cap on pod creates and deletes in flight
 //	                       over all DaemonSets; 0: none. About 90 fit in one
 //	                       HTTP/2 connection to kube-apiserver; past that each

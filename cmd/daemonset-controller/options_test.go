@@ -49,6 +49,9 @@ func TestParse(t *testing.T) {
 		{args: []string{"--concurrent-daemonset-syncs=0"}, wantErr: "--concurrent-daemonset-syncs"},
 		{args: []string{"--bind-mode=kubelet"}, wantErr: "--bind-mode"},
 		{args: []string{"--burst-replicas=-5"}, wantErr: "--burst-replicas"},
+		{args: []string{"--slow-start-initial-batch=64"}},
+		{args: []string{"--slow-start-initial-batch=0"}, wantErr: "--slow-start-initial-batch"},
+		{args: []string{"--slow-start-initial-batch=300"}, wantErr: "--slow-start-initial-batch"}, // over --max-create-batch
 		{args: []string{"--max-pod-writes-in-flight=80"}},
 		{args: []string{"--max-pod-writes-in-flight=-1"}, wantErr: "--max-pod-writes-in-flight"},
 		{args: []string{"--kube-api-qps=50", "--kube-api-burst=0"}}, // burst follows the QPS

@@ -57,6 +57,7 @@ func run(ctx context.Context, o *options) error {
 		Workers:                  o.workers,
 		BurstReplicas:            o.burstReplicas,
 		MaxCreateBatch:           o.maxCreateBatch,
+		SlowStartInitialBatch:    o.slowStartFirst,
 		MaxPodWritesInFlight:     o.maxPodWrites,
 		AdaptiveCreates:          o.createPacing == createPacingAdaptive,
 		BindMode:                 plan.BindMode(o.bindMode),
