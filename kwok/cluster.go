@@ -87,8 +87,11 @@ const (
 	// reflector means it to, and replays nothing. It also carries
 	// kwok-outage-recovery.patch (a stage whose request lost its connection
 	// is retried; its pod watch backs off at most about a second), which
-	// changes nothing unless kube-apiserver goes away, so its version
-	// string still names only the watch.
+	// changes nothing unless kube-apiserver goes away, and
+	// kwok-lease-spread.patch (each node's first lease renewal at a random
+	// point of the interval, so that nodes made together do not renew in
+	// one burst every 50 s), which changes the cluster's load and so is
+	// named in the version string.
 	KwokWatchResume KwokWatch = "resume"
 )
 
@@ -98,10 +101,12 @@ const (
 // that resumes its watches").
 const DefaultKwokWatch = KwokWatchResume
 
-// Version is how reports name this kwok: the release, with the patch.
+// Version is how reports name this kwok: the release, with the patches
+// that change what a run measures. The gate compares only runs on the same
+// one.
 func (w KwokWatch) Version() string {
 	if w == KwokWatchResume {
-		return KwokVersion + "+watch-resume"
+		return KwokVersion + "+watch-resume+lease-spread"
 	}
 	return KwokVersion
 }

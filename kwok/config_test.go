@@ -95,7 +95,7 @@ func TestKwokctlConfigPicksTheKwokOfItsWatch(t *testing.T) {
 		wantVersion string
 	}{
 		{KwokWatchRelist, "/bin-dir/kwok", "v0.8.0"},
-		{KwokWatchResume, "/bin-dir/kwok-resume", "v0.8.0+watch-resume"},
+		{KwokWatchResume, "/bin-dir/kwok-resume", "v0.8.0+watch-resume+lease-spread"},
 	} {
 		_, ctl := renderKwokctlConfig(t, ClusterConfig{KwokWatch: tc.watch})
 		if got := ctl.Options.KwokControllerBinary; got != tc.wantBinary {

@@ -57,17 +57,19 @@ for bin in kwok kwokctl; do
   mv "$gobin/$bin" "$out/$bin" && rmdir "$gobin" && mark "$bin" "$kwok_stamp"
 done
 
-# kwok-resume is the same kwok controller with two patches:
+# kwok-resume is the same kwok controller with three patches:
 # patches/kwok-watch-resume.patch makes its watches resume from the last
 # resourceVersion they saw, where v0.8.0 starts every watch, each one after a
 # close too, from "0" and works through every object again;
 # patches/kwok-outage-recovery.patch retries a stage whose request lost its
 # connection (kube-apiserver killed under it), which v0.8.0 drops for good,
 # and caps its pod watch's backoff at about a second (client-go's reaches
-# 30-60 s after an outage).
+# 30-60 s after an outage); patches/kwok-lease-spread.patch makes each node's
+# first lease renewal come at a random point of the renewal interval, so that
+# nodes made together do not all renew within 2 s of each other every 50 s.
 # The module comes from the Go module proxy as released; the patches are
 # applied to a copy, in this order.
-resume_patches=("$here/patches/kwok-watch-resume.patch" "$here/patches/kwok-outage-recovery.patch")
+resume_patches=("$here/patches/kwok-watch-resume.patch" "$here/patches/kwok-outage-recovery.patch" "$here/patches/kwok-lease-spread.patch")
 resume_recipe="git apply" # how the patches are applied; part of the stamp
 resume_stamp=$(stamp_of <(echo "$kwok_version $kwok_ldflags $resume_recipe") "${resume_patches[@]}")
 if ! fresh kwok-resume "$resume_stamp"; then
