@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,10 @@ type SuiteConfig struct {
 	// Interleave alternates controllers per repetition instead of running
 	// each controller's repetitions together.
 	Interleave bool
+	// OrderSeed draws, with Interleave, the order of each pair of
+	// repetitions (see runOrder); 0: the order listed, then its reverse,
+	// always.
+	OrderSeed uint64
 	// Warmup plays the first scenario once before the measured runs, with
 	// the first of ours, ours-direct and upstream listed, and keeps it in
 	// the report's warmups (judged, not measured): the first run on nodes
@@ -147,9 +152,13 @@ func RunSuite(ctx context.Context, conf SuiteConfig) (*SuiteResult, error) {
 			return res, err
 		}
 	}
+	var shuffle *rand.Rand
+	if conf.OrderSeed != 0 {
+		shuffle = rand.New(rand.NewPCG(conf.OrderSeed, 0))
+	}
 	for _, sc := range conf.Scenarios {
 		pacer := floorPacer{candidates: conf.floorCandidates(sc), qps: conf.FloorQPS, bind: conf.FloorBind}
-		for _, slot := range runOrder(conf.Controllers, suiteRepetitions(sc, conf.Repetitions), conf.Interleave) {
+		for _, slot := range runOrder(conf.Controllers, suiteRepetitions(sc, conf.Repetitions), conf.Interleave, shuffle) {
 			if ctx.Err() != nil {
 				break
 			}
@@ -265,19 +274,31 @@ type runSlot struct {
 	rep   int
 }
 
-// runOrder interleaves controllers per repetition, alternating which goes
-// first (A B, B A, A B, ...: whatever the cluster carries over from one run
-// to the next, such as a warm cache or a backlog, falls on each side
-// equally), or runs each controller's repetitions together.
-func runOrder(which []Controller, reps int, interleave bool) []runSlot {
+// runOrder interleaves controllers per repetition, each pair of
+// repetitions in one order and then in its reverse (A B, B A, ...:
+// whatever the cluster carries over from one run to the next, such as a
+// warm cache or a backlog, falls on each side equally), or runs each
+// controller's repetitions together. With shuffle, each pair's order is
+// drawn from it; without, it is the order listed. A fixed order gives each
+// controller the same places in every suite, and a place can be fast or
+// slow for reasons of the cluster's own: in 8 of 8 suites of 3 or 4
+// repetitions at 1000 nodes, the 6th run's create was the fastest of the
+// controller that played it (bench/SCALE.md, "The slow start, the
+// connections and the order of runs").
+func runOrder(which []Controller, reps int, interleave bool, shuffle *rand.Rand) []runSlot {
 	var out []runSlot
 	if interleave {
+		order := slices.Clone(which)
 		for r := range reps {
-			for i := range which {
-				w := which[i]
-				if r%2 == 1 {
-					w = which[len(which)-1-i]
+			if r%2 == 0 {
+				copy(order, which)
+				if shuffle != nil {
+					shuffle.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 				}
+			} else {
+				slices.Reverse(order)
+			}
+			for _, w := range order {
 				out = append(out, runSlot{w, r})
 			}
 		}
@@ -385,6 +406,9 @@ func suiteReport(conf SuiteConfig, now time.Time) *reports.Report {
 		}
 	}
 	r.Params.Interleaved = conf.Interleave && len(conf.Controllers) > 1
+	if r.Params.Interleaved {
+		r.Params.OrderSeed = conf.OrderSeed
+	}
 	for _, w := range conf.Controllers {
 		if w == External {
 			// Its binary and settings are whatever started it.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,10 +36,70 @@ func TestRunOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, runOrder(tt.which, tt.reps, tt.interleave), cmp.AllowUnexported(runSlot{})); diff != "" {
+			if diff := cmp.Diff(tt.want, runOrder(tt.which, tt.reps, tt.interleave, nil), cmp.AllowUnexported(runSlot{})); diff != "" {
 				t.Errorf("runOrder (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Shuffled, each pair of repetitions is an order and its reverse, every
+// repetition plays each controller once, and over many suites each
+// controller holds each place about as often: the 6th run of two
+// controllers over 3 repetitions, the floor's every time unshuffled, is
+// either's.
+func TestRunOrderShuffled(t *testing.T) {
+	which := []Controller{OursDirect, Floor, Upstream}
+	const suites = 600
+	places := map[Controller][]int{} // controller -> how often it played each place
+	for seed := range uint64(suites) {
+		got := runOrder(which, 4, true, rand.New(rand.NewPCG(seed+1, 0)))
+		if len(got) != 4*len(which) {
+			t.Fatalf("seed %d: %d runs, want %d", seed+1, len(got), 4*len(which))
+		}
+		for r := range 4 {
+			rep := got[r*len(which) : (r+1)*len(which)]
+			var played []Controller
+			for _, s := range rep {
+				if s.rep != r {
+					t.Fatalf("seed %d: repetition %d holds %v", seed+1, r, s)
+				}
+				played = append(played, s.which)
+			}
+			if !slices.Equal(slices.Sorted(slices.Values(played)), slices.Sorted(slices.Values(which))) {
+				t.Fatalf("seed %d: repetition %d played %v, want each of %v once", seed+1, r, played, which)
+			}
+			if r%2 == 1 {
+				prev := got[(r-1)*len(which) : r*len(which)]
+				for i := range rep {
+					if rep[i].which != prev[len(prev)-1-i].which {
+						t.Fatalf("seed %d: repetition %d is not repetition %d reversed: %v after %v", seed+1, r, r-1, rep, prev)
+					}
+				}
+			}
+		}
+		for i, s := range got {
+			if places[s.which] == nil {
+				places[s.which] = make([]int, len(got))
+			}
+			places[s.which][i]++
+		}
+	}
+	// Each place is a controller's in a third of the suites: 200 of 600,
+	// with a standard deviation of about 12.
+	for c, counts := range places {
+		for i, n := range counts {
+			if n < 150 || n > 250 {
+				t.Errorf("%s played place %d in %d of %d suites, want about %d", c, i+1, n, suites, suites/len(which))
+			}
+		}
+	}
+	two := map[Controller]int{}
+	for seed := range uint64(suites) {
+		two[runOrder([]Controller{OursDirect, Floor}, 3, true, rand.New(rand.NewPCG(seed+1, 0)))[5].which]++
+	}
+	if two[Floor] < 250 || two[Floor] > 350 {
+		t.Errorf("the floor played 6th in %d of %d suites of two controllers over 3 repetitions, want about half", two[Floor], suites)
 	}
 }
 

@@ -65,7 +65,11 @@ type Params struct {
 	Seed        int64    `json:"seed"`
 	// Interleaved is true when repetitions of the controllers alternate
 	// (ours, upstream, ours, ...) so that drift hits both sides alike.
-	Interleaved        bool               `json:"interleaved"`
+	Interleaved bool `json:"interleaved"`
+	// OrderSeed drew the order of each pair of interleaved repetitions
+	// (0: the controllers as listed, then reversed); the runs are listed in
+	// the order played.
+	OrderSeed          uint64             `json:"orderSeed,omitempty"`
 	StepTimeoutSeconds float64            `json:"stepTimeoutSeconds,omitempty"`
 	Controllers        []ControllerParams `json:"controllers"`
 	// Harness are the client settings of the harness's own watches and writes.

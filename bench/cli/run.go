@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,6 +37,7 @@ type runFlags struct {
 	syncDelay   time.Duration
 	ctrlArgs    []string
 	interleave  bool
+	orderSeed   uint64
 	warmup      string
 	baseline    string
 	noGate      bool
@@ -79,8 +81,18 @@ func (f *runFlags) registerPlay(fs *pflag.FlagSet, env Env, defaultControllers s
 	fs.DurationVar(&f.syncDelay, "sync-delay", 0, "make our controller (ours and ours-direct) sleep this long in every sync (to prove the gate catches a slow controller)")
 	fs.StringArrayVar(&f.ctrlArgs, "controller-arg", nil, "one more argument for our controller (ours and ours-direct), repeatable, e.g. --controller-arg=--create-pacing=adaptive; the report records it; not the flags the harness sets itself (see bench.ReservedControllerFlags)")
 	fs.StringVar(&f.warmup, "warmup", warmupAuto, fmt.Sprintf("play the first scenario once, unmeasured, before the measured runs (the first run on nodes just created is slower for whichever controller plays it): %q, %q, or %q (on from %d nodes)", warmupOn, warmupOff, warmupAuto, warmupAutoNodes))
-	fs.BoolVar(&f.interleave, "interleave", true, "alternate controllers per repetition, each going first every other time (A B, B A, ...), so that drift hits both")
+	fs.BoolVar(&f.interleave, "interleave", true, "alternate controllers per repetition, each pair of repetitions in an order drawn at random and then in its reverse (A B, B A or B A, A B), so that drift hits both and no controller keeps one place in the suite")
+	fs.Uint64Var(&f.orderSeed, "order-seed", 0, "seed of the interleaved order, recorded in the report (0: drawn from the clock)")
 	fs.StringVar(&f.record, "record", "", "write a journal of each run's oracle inputs to DIR/<controller>-<scenario>[-<rep>].jsonl.gz (see bench.Replay)")
+}
+
+// orderSeedOrRandom is --order-seed, or a random one when it is 0.
+func (f *runFlags) orderSeedOrRandom() uint64 {
+	seed := f.orderSeed
+	for seed == 0 {
+		seed = rand.Uint64()
+	}
+	return seed
 }
 
 func (f *runFlags) controllerList() ([]bench.Controller, error) {
@@ -321,7 +333,8 @@ func (st *stage) suite(nodes int, outDir, journalDir string) bench.SuiteConfig {
 		ctrl.ExtraArgs = append(ctrl.ExtraArgs, "--sync-delay="+f.syncDelay.String())
 	}
 	conf := bench.SuiteConfig{
-		Scenarios: st.scs, Controllers: st.which, Nodes: nodes, Repetitions: f.reps, Interleave: f.interleave, Warmup: f.warmsUp(st.scs, nodes),
+		Scenarios: st.scs, Controllers: st.which, Nodes: nodes, Repetitions: f.reps, Interleave: f.interleave, OrderSeed: f.orderSeedOrRandom(),
+		Warmup:     f.warmsUp(st.scs, nodes),
 		Controller: ctrl, Binaries: st.binaries,
 		FloorInFlight: f.floorInFlight, FloorSearch: f.floorSearch, FloorQPS: f.floorQPS, FloorBind: floor.Binding(f.floorBind),
 		REST: st.cfg, Kubeconfig: st.kubeconfig, OwnsCluster: st.cluster != nil, ClusterFaults: clusterFaults(st.cluster),
