@@ -82,7 +82,7 @@ func (f *runFlags) registerPlay(fs *pflag.FlagSet, env Env, defaultControllers s
 	fs.StringArrayVar(&f.ctrlArgs, "controller-arg", nil, "one more argument for our controller (ours and ours-direct), repeatable, e.g. --controller-arg=--create-pacing=adaptive; the report records it; not the flags the harness sets itself (see bench.ReservedControllerFlags)")
 	fs.StringVar(&f.warmup, "warmup", warmupAuto, fmt.Sprintf("play the first scenario once, unmeasured, before the measured runs (the first run on nodes just created is slower for whichever controller plays it): %q, %q, or %q (on from %d nodes)", warmupOn, warmupOff, warmupAuto, warmupAutoNodes))
 	fs.BoolVar(&f.interleave, "interleave", true, "alternate controllers per repetition, each pair of repetitions in an order drawn at random and then in its reverse (A B, B A or B A, A B), so that drift hits both and no controller keeps one place in the suite")
-	fs.Uint64Var(&f.orderSeed, "order-seed", 0, "seed of the interleaved order, recorded in the report (0: drawn from the clock)")
+	fs.Uint64Var(&f.orderSeed, "order-seed", 0, "seed of the interleaved order, recorded in the report (0: drawn at random)")
 	fs.StringVar(&f.record, "record", "", "write a journal of each run's oracle inputs to DIR/<controller>-<scenario>[-<rep>].jsonl.gz (see bench.Replay)")
 }
 
