@@ -335,3 +335,23 @@ func TestStatusWriteAheadOfTheOracleIsRetracted(t *testing.T) {
 		t.Errorf("replay found %+v, want nothing: the status write was ahead of the oracle, not wrong", vs)
 	}
 }
+
+// A journal of the correct controller on cordon-notready (make mutants,
+// 2026-11-30) whose live run reported a PodOnIneligibleNode: the scenario
+// created the DaemonSet 4 ms after kwok tainted workers-1295 not-ready,
+// and the controller's first sight of the DaemonSet paired it with the
+// node as it was. The pod came 0.47 s later, within the cache lag. The
+// oracle now keeps a node's versions for the cache lag; the replay must
+// find nothing.
+func TestDaemonSetCreatedBehindANodeChangeIsExcused(t *testing.T) {
+	h, vs, err := ReplayFile(filepath.Join("testdata", "regressions", "daemonset-created-behind-a-node-change.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Violations) != 1 || h.Violations[0].Kind != oracle.PodOnIneligibleNode || h.Violations[0].Node != "workers-1295" {
+		t.Fatalf("the journal's live verdict is %+v, want the one PodOnIneligibleNode this test is about", h.Violations)
+	}
+	if len(vs) != 0 {
+		t.Errorf("replay found %+v, want nothing: the pod was placed within the cache lag of the node's change", vs)
+	}
+}

@@ -258,7 +258,12 @@ type nodeTrack struct {
 	lostAt          time.Time
 	lostFromMustRun bool
 	everMustRun     bool
-	wasAvailable    bool // rollout attribution, see Overunavailable
+	// staleMustRunUntil is when an earlier version of the node, one this
+	// DaemonSet must run on, was replaced (World.mustRunUntil): for a
+	// DaemonSet that appeared or changed just after, the controller's cache
+	// may pair it with that version.
+	staleMustRunUntil time.Time
+	wasAvailable      bool // rollout attribution, see Overunavailable
 }
 
 type episodeKey struct {
@@ -615,6 +620,11 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 	if v.exists && v.mustRun {
 		tr.everMustRun = true
 	}
+	if v.exists && !v.mustRun {
+		if until, ok := c.w.mustRunUntil(name, s.e, t); ok && until.After(tr.staleMustRunUntil) {
+			tr.staleMustRunUntil = until
+		}
+	}
 	tr.view, tr.ok = v, v.ok(s.e)
 	if s.rollout != nil && v.available {
 		tr.wasAvailable = true
@@ -753,23 +763,33 @@ func (c *Checker) withdrawReordered(k episodeKey, node *corev1.Node) {
 // must-run for the DaemonSet when the controller could have known it, or "".
 // If the node was must-run until lostAt, a pod placed up to CacheLag later
 // is excused (the controller's cache may not have shown the change yet);
-// one placed before lostAt may stay (upstream's shouldContinueRunning). If
-// the node never was must-run in this incarnation (a joining node still
-// not-ready, a node tainted from the start), any pod created since the node
-// was is misplaced: no cache ever showed it must-run. Placement times are
-// the earlier of the pod's first sighting and its creationTimestamp, whose
-// whole seconds can only make them earlier: a doubt excuses.
+// one placed before lostAt may stay (upstream's shouldContinueRunning). The
+// same holds up to CacheLag after staleMustRunUntil, when the DaemonSet
+// appeared or changed after the node did: its first sight may have paired
+// it with the node's previous version. If the node never was must-run in
+// this incarnation (a joining node still not-ready, a node tainted from the
+// start), any pod created since the node was is misplaced: no cache ever
+// showed it must-run. Placement times are the earlier of the pod's first
+// sighting and its creationTimestamp, whose whole seconds can only make
+// them earlier: a doubt excuses.
 func (c *Checker) misplaced(pods map[string]*podEntry, tr *nodeTrack, node *corev1.Node) (key string, firstRV uint64) {
+	excusedUntil, lagged := tr.staleMustRunUntil, !tr.staleMustRunUntil.IsZero()
+	if tr.lostFromMustRun {
+		lagged = true
+		if tr.lostAt.After(excusedUntil) {
+			excusedUntil = tr.lostAt
+		}
+	}
 	for _, p := range sortedValues(pods) {
 		if p.pod.DeletionTimestamp != nil {
 			continue
 		}
-		if tr.lostFromMustRun {
+		if lagged {
 			placed := p.placedAt
 			if ct := p.pod.CreationTimestamp.Time; !ct.IsZero() && ct.Before(placed) {
 				placed = ct
 			}
-			if placed.After(tr.lostAt.Add(c.cfg.CacheLag)) {
+			if placed.After(excusedUntil.Add(c.cfg.CacheLag)) {
 				return p.key, p.firstRV
 			}
 			continue

@@ -153,6 +153,61 @@ func TestCheckerViolations(t *testing.T) {
 			want:     []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnIneligibleNode, Node: "n1", Start: at(3.1), End: at(10), Unresolved: true}},
 		},
 		{
+			// The DaemonSet appeared 0.1 s after the taint: the
+			// controller's first sight of it may pair it with the node
+			// as it was, within the cache lag of the taint.
+			name: "a new DaemonSet just after a node's taint, within the cache lag",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1", createdAt(at(0)))).mod(3, node("n1", createdAt(at(0)), withTaint(corev1.TaintNodeNotReady, "", NoSchedule)))
+				tl.add(3.1, ds).add(4.5, pod(ds, "a", "n1", podCreated(at(4))))
+				tl.mod(5, pod(ds, "a", "n1", podCreated(at(4)), terminating)).del(5.5, pod(ds, "a", "n1", podCreated(at(4)), terminating))
+			},
+			grace:    map[oracle.Kind]time.Duration{oracle.PodOnIneligibleNode: time.Minute},
+			cacheLag: 2 * sec,
+			finish:   10,
+		},
+		{
+			// The same, placed after the cache lag has passed.
+			name: "a new DaemonSet just after a node's taint, beyond the cache lag",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1", createdAt(at(0)))).mod(3, node("n1", createdAt(at(0)), withTaint(corev1.TaintNodeNotReady, "", NoSchedule)))
+				tl.add(3.1, ds).add(6.2, pod(ds, "a", "n1", podCreated(at(6))))
+			},
+			grace:    map[oracle.Kind]time.Duration{oracle.PodOnIneligibleNode: time.Minute},
+			cacheLag: 2 * sec,
+			finish:   10,
+			want:     []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnIneligibleNode, Node: "n1", Start: at(6.2), End: at(10), Unresolved: true}},
+		},
+		{
+			// A version of the node older than the cache lag excuses
+			// nothing, even if the node changed since in other ways.
+			name: "a new DaemonSet long after a node's taint, the node changed since",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1", createdAt(at(0)))).mod(1, node("n1", createdAt(at(0)), withTaint(corev1.TaintNodeNotReady, "", NoSchedule)))
+				tl.mod(4, node("n1", createdAt(at(0)), withLabels("zone", "a"), withTaint(corev1.TaintNodeNotReady, "", NoSchedule)))
+				tl.add(4.1, ds).add(4.5, pod(ds, "a", "n1", podCreated(at(4))))
+			},
+			grace:    map[oracle.Kind]time.Duration{oracle.PodOnIneligibleNode: time.Minute},
+			cacheLag: 2 * sec,
+			finish:   10,
+			want:     []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.PodOnIneligibleNode, Node: "n1", Start: at(4.5), End: at(10), Unresolved: true}},
+		},
+		{
+			// A DaemonSet's selector changed just after the node's label:
+			// the controller may see the new selector with the old labels.
+			name: "a DaemonSet's selector changed just after a node's label",
+			events: func(tl *timeline) {
+				tl.add(0, node("n1", createdAt(at(0)), withLabels("pool", "a"))).add(0, ds).add(0.5, pod(ds, "a", "n1", podCreated(at(0)), ready(at(1))))
+				tl.mod(3, node("n1", createdAt(at(0)), withLabels("pool", "b")))
+				sel := daemonSet("d", nodeSelector("pool", "a"), image("pause:2", 2))
+				tl.mod(3.2, sel).mod(3.3, pod(ds, "a", "n1", podCreated(at(0)), ready(at(1)), terminating)).del(3.4, pod(ds, "a", "n1", podCreated(at(0)), terminating))
+				tl.add(3.8, pod(sel, "b", "n1", podCreated(at(3)))).mod(4.5, pod(sel, "b", "n1", podCreated(at(3)), terminating)).del(5, pod(sel, "b", "n1", podCreated(at(3)), terminating))
+			},
+			grace:    map[oracle.Kind]time.Duration{oracle.PodOnIneligibleNode: time.Minute},
+			cacheLag: 2 * sec,
+			finish:   10,
+		},
+		{
 			name: "a pod there before a NoSchedule taint stays",
 			events: func(tl *timeline) {
 				tl.add(0, node("n1", createdAt(at(0)))).add(0, ds).add(1, pod(ds, "a", "n1", podCreated(at(1)), ready(at(1))))

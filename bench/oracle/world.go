@@ -73,6 +73,15 @@ type World struct {
 type nodeEntry struct {
 	node    *corev1.Node
 	addedAt time.Time // event time the node was first seen since it last appeared
+	// past holds the versions the node had until less than cacheLag ago:
+	// a controller's cache may still show one of them (see mustRunUntil).
+	past []pastNode
+}
+
+// pastNode is a version of a node and when it was replaced.
+type pastNode struct {
+	node  *corev1.Node
+	until time.Time
 }
 
 type podEntry struct {
@@ -228,6 +237,8 @@ func (w *World) applyNode(n *corev1.Node, deleted bool, t time.Time) change {
 		delete(w.nodes, n.Name)
 		w.goneNodes[n.Name] = t
 	case had:
+		old.past = append(old.past, pastNode{node: old.node, until: t})
+		old.past = slices.DeleteFunc(old.past, func(p pastNode) bool { return p.until.Add(w.cacheLag).Before(t) })
 		old.node = n
 	default:
 		w.nodes[n.Name] = &nodeEntry{node: n, addedAt: t}
@@ -235,6 +246,27 @@ func (w *World) applyNode(n *corev1.Node, deleted bool, t time.Time) change {
 		c.nodeNew = true
 	}
 	return c
+}
+
+// mustRunUntil returns the latest time, less than cacheLag before now, at
+// which an earlier version of the node stopped being one the DaemonSet must
+// run on; ok is false if there is none. A controller whose cache trails by
+// up to cacheLag may act on that version, for a DaemonSet it sees before the
+// node's change (one created, or changed, just after it).
+func (w *World) mustRunUntil(name string, e *dsEntry, now time.Time) (until time.Time, ok bool) {
+	n := w.nodes[name]
+	if n == nil {
+		return time.Time{}, false
+	}
+	for _, p := range n.past {
+		if p.until.Add(w.cacheLag).Before(now) || !p.until.After(until) {
+			continue
+		}
+		if e.pl.decide(p.node).mustRun {
+			until, ok = p.until, true
+		}
+	}
+	return until, ok
 }
 
 func (w *World) applyDS(ds *appsv1.DaemonSet, deleted bool) change {
