@@ -79,15 +79,24 @@ func TestSmokeBench(t *testing.T) {
 	if len(r.Runs) != 6 {
 		t.Fatalf("want 6 runs (3 repetitions x 2 controllers), got %d", len(r.Runs))
 	}
-	// Interleaved, each going first every other pair: ours, upstream,
-	// upstream, ours, ours, upstream.
+	// Interleaved in a drawn order: each repetition plays both controllers
+	// in turn, and the second of each pair of repetitions reverses the
+	// first's order (bench's TestRunOrderShuffled checks the drawing).
+	if r.Params.OrderSeed == 0 {
+		t.Errorf("the report records no order seed")
+	}
 	for i, run := range r.Runs {
-		want := reports.ControllerOurs
-		if (i%2 == 1) != (i/2%2 == 1) {
-			want = reports.ControllerUpstream
+		rep, k := i/2, i%2
+		if run.Repetition != rep {
+			t.Errorf("run %d is %s, want repetition %d", i, run.ID(), rep)
 		}
-		if run.Controller != want || run.Repetition != i/2 {
-			t.Errorf("run %d is %s, want %s#%d", i, run.ID(), want, i/2)
+		if k == 1 && run.Controller == r.Runs[i-1].Controller {
+			t.Errorf("runs %d and %d are both %s: a repetition plays each controller once", i-1, i, run.Controller)
+		}
+		if rep%2 == 1 {
+			if prev := r.Runs[2*(rep-1)+1-k]; run.Controller != prev.Controller {
+				t.Errorf("run %d is %s, want %s: repetition %d reverses %d's order", i, run.ID(), prev.Controller, rep, rep-1)
+			}
 		}
 		if !run.OK() {
 			t.Errorf("run %s failed: %s", run.ID(), run.Error)
