@@ -73,8 +73,9 @@ type World struct {
 type nodeEntry struct {
 	node    *corev1.Node
 	addedAt time.Time // event time the node was first seen since it last appeared
-	// past holds the versions the node had until less than cacheLag ago:
-	// a controller's cache may still show one of them (see mustRunUntil).
+	// past holds the node's earlier versions, those replaced less than
+	// cacheLag before its latest change: a controller's cache may still
+	// show one of them (mustRunUntil reads only those recent at its time).
 	past []pastNode
 }
 
