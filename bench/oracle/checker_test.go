@@ -3,12 +3,14 @@ package oracle_test
 import (
 	"fmt"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"math"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -156,23 +158,16 @@ func TestCheckerViolations(t *testing.T) {
 			// The DaemonSet appeared 0.1 s after the taint: the
 			// controller's first sight of it may pair it with the node
 			// as it was, within the cache lag of the taint.
-			name: "a new DaemonSet just after a node's taint, within the cache lag",
-			events: func(tl *timeline) {
-				tl.add(0, node("n1", createdAt(at(0)))).mod(3, node("n1", createdAt(at(0)), withTaint(corev1.TaintNodeNotReady, "", NoSchedule)))
-				tl.add(3.1, ds).add(4.5, pod(ds, "a", "n1", podCreated(at(4))))
-				tl.mod(5, pod(ds, "a", "n1", podCreated(at(4)), terminating)).del(5.5, pod(ds, "a", "n1", podCreated(at(4)), terminating))
-			},
+			name:     "a new DaemonSet just after a node's taint, within the cache lag",
+			events:   dsJustAfterTaint(ds, 4.5),
 			grace:    map[oracle.Kind]time.Duration{oracle.PodOnIneligibleNode: time.Minute},
 			cacheLag: 2 * sec,
 			finish:   10,
 		},
 		{
 			// The same, placed after the cache lag has passed.
-			name: "a new DaemonSet just after a node's taint, beyond the cache lag",
-			events: func(tl *timeline) {
-				tl.add(0, node("n1", createdAt(at(0)))).mod(3, node("n1", createdAt(at(0)), withTaint(corev1.TaintNodeNotReady, "", NoSchedule)))
-				tl.add(3.1, ds).add(6.2, pod(ds, "a", "n1", podCreated(at(6))))
-			},
+			name:     "a new DaemonSet just after a node's taint, beyond the cache lag",
+			events:   dsJustAfterTaint(ds, 6.2),
 			grace:    map[oracle.Kind]time.Duration{oracle.PodOnIneligibleNode: time.Minute},
 			cacheLag: 2 * sec,
 			finish:   10,
@@ -434,6 +429,16 @@ func TestViolationDetailAndOpenEpisodes(t *testing.T) {
 	}
 	if d := c.Violations()[0].Duration(); d != 0 {
 		t.Errorf("open violation Duration = %v, want 0", d)
+	}
+}
+
+// dsJustAfterTaint: n1 is tainted not-ready at 3, the DaemonSet ds is
+// created at 3.1 and its pod placed on n1 at podAt (created in that
+// second).
+func dsJustAfterTaint(ds *appsv1.DaemonSet, podAt float64) func(tl *timeline) {
+	return func(tl *timeline) {
+		tl.add(0, node("n1", createdAt(at(0)))).mod(3, node("n1", createdAt(at(0)), withTaint(corev1.TaintNodeNotReady, "", corev1.TaintEffectNoSchedule)))
+		tl.add(3.1, ds).add(podAt, pod(ds, "a", "n1", podCreated(at(math.Floor(podAt)))))
 	}
 }
 
