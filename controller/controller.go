@@ -85,6 +85,10 @@ const statusUpdateRetries = 3
 type Config struct {
 	// Client talks to the API server.
 	Client kubernetes.Interface
+	// PodWriteClient sends the pod creates and deletes; nil means Client.
+	// A client of its own lets those bursts go over connections of their
+	// own (cmd/daemonset-controller's --pod-write-connections).
+	PodWriteClient kubernetes.Interface
 	// Informers is the factory the controller registers its informers in.
 	// nil: a factory over Client without resync that strips managedFields
 	// (and node images) to save memory. The controller starts it in
@@ -162,6 +166,7 @@ type Config struct {
 // Controller keeps one daemon pod on every eligible node for every DaemonSet.
 type Controller struct {
 	client         kubernetes.Interface
+	podWriteClient kubernetes.Interface // pod creates and deletes
 	factory        informers.SharedInformerFactory
 	clock          clock.WithTicker
 	logger         klog.Logger
@@ -233,6 +238,9 @@ func NewController(conf Config) (*Controller, error) {
 	if conf.Client == nil {
 		return nil, errors.New("creating DaemonSet controller: Config.Client is nil")
 	}
+	if conf.PodWriteClient == nil {
+		conf.PodWriteClient = conf.Client
+	}
 	switch conf.BindMode {
 	case "":
 		conf.BindMode = plan.BindScheduler
@@ -288,6 +296,7 @@ func NewController(conf Config) (*Controller, error) {
 
 	c := &Controller{
 		client:           conf.Client,
+		podWriteClient:   conf.PodWriteClient,
 		factory:          conf.Informers,
 		clock:            conf.Clock,
 		logger:           conf.Logger.WithName("daemonset"),

@@ -321,7 +321,7 @@ func (c *Controller) createPod(ctx context.Context, ds *appsv1.DaemonSet, key, h
 		return fmt.Errorf("waiting to create a pod on node %s: %w", node, err)
 	}
 	start := c.clock.Now()
-	created, err := c.client.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	created, err := c.podWriteClient.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	c.releasePodWrite()
 	if c.createLimiter != nil {
 		c.createLimiter.Release(c.clock.Since(start), err == nil)
@@ -351,7 +351,7 @@ func (c *Controller) deletePodFor(ctx context.Context, ds *appsv1.DaemonSet, key
 	}
 	err := c.acquirePodWrite(ctx)
 	if err == nil {
-		err = c.client.CoreV1().Pods(d.Namespace).Delete(ctx, d.Name, opts)
+		err = c.podWriteClient.CoreV1().Pods(d.Namespace).Delete(ctx, d.Name, opts)
 		c.releasePodWrite()
 	}
 	switch {

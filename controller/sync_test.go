@@ -1492,3 +1492,36 @@ func TestFailedWritesOfADeletedDaemonSetAreForgotten(t *testing.T) {
 		t.Errorf("%d requeues for a deleted DaemonSet, want 0", got)
 	}
 }
+
+// TestSyncSendsPodWritesOverPodWriteClient: with a PodWriteClient, pod
+// creates and deletes go through it and nothing else does; the revisions
+// and the status stay on Client.
+func TestSyncSendsPodWritesOverPodWriteClient(t *testing.T) {
+	ds := newDaemonSet("agent", withNodeSelector(map[string]string{"role": "worker"}))
+	stale := newPodFor(ds, "agent-stale", "n2")
+	podWrites := newFakeClient(stale)
+	f := newFixture(t, []runtime.Object{
+		ds,
+		newNode("n1", map[string]string{"role": "worker"}),
+		newNode("n2", map[string]string{"role": "infra"}),
+		stale,
+	}, func(c *Config) { c.PodWriteClient = podWrites })
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	main := f.actions()
+	if slices.ContainsFunc(main, func(a core.Action) bool { return a.GetResource().Resource == "pods" }) {
+		t.Errorf("pod calls on the main client: %v", summarize(main))
+	}
+	if len(filterActions(main, "update daemonsets/status")) != 1 {
+		t.Errorf("the status write is not on the main client: %v", summarize(main))
+	}
+	var writes []string
+	for _, a := range podWrites.Actions() {
+		writes = append(writes, a.GetVerb()+" "+a.GetResource().Resource)
+	}
+	slices.Sort(writes)
+	if want := []string{"create pods", "delete pods"}; !slices.Equal(writes, want) {
+		t.Errorf("calls on the pod-write client = %v, want %v", writes, want)
+	}
+}

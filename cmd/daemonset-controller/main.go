@@ -45,6 +45,12 @@
 //	                       over all DaemonSets; 0: none. About 90 fit in one
 //	                       HTTP/2 connection to kube-apiserver; past that each
 //	                       waiting request dials one more
+//	--pod-write-connections 0  send pod creates and deletes over this many
+//	                       HTTP/2 connections of their own, the writes past
+//	                       their streams waiting for one instead of dialling;
+//	                       0: over the main client. Shares its QPS limit
+//	--pod-write-streams 90  pod writes in flight on each of those connections
+//	                       (kube-apiserver allows 100 streams per connection)
 //	--create-pacing batch  "adaptive": one limit on creates in flight for the
 //	                       whole controller, 8 to --max-create-batch, that
 //	                       grows while creates are acknowledged fast and

@@ -28,17 +28,19 @@ type options struct {
 	kubeconfig string
 	master     string
 
-	workers        int
-	qps            float32
-	burst          int
-	contentType    string
-	bindMode       string
-	burstReplicas  int
-	maxCreateBatch int
-	slowStartFirst int
-	maxPodWrites   int
-	createPacing   string
-	syncDelay      time.Duration
+	workers         int
+	qps             float32
+	burst           int
+	contentType     string
+	bindMode        string
+	burstReplicas   int
+	maxCreateBatch  int
+	slowStartFirst  int
+	maxPodWrites    int
+	podWriteConns   int
+	podWriteStreams int
+	createPacing    string
+	syncDelay       time.Duration
 
 	leaderElect       bool
 	leaseName         string
@@ -84,6 +86,7 @@ func newOptions() *options {
 	return &options{
 		workers:           controller.DefaultWorkers,
 		qps:               defaultQPS,
+		podWriteStreams:   90,
 		burst:             defaultBurst,
 		maxCreateBatch:    controller.DefaultMaxCreateBatch,
 		slowStartFirst:    controller.DefaultSlowStartInitialBatch,
@@ -125,6 +128,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"First slow-start batch of a DaemonSet's creates when none of its creates ended in the last minute (1: upstream's). A larger one saves a round trip per doubling on a new DaemonSet; after a failed create the retries start at 1 whatever it is.")
 	fs.IntVar(&o.maxPodWrites, "max-pod-writes-in-flight", o.maxPodWrites,
 		"Cap on pod creates and deletes in flight at once, over all DaemonSets; 0: no cap. Up to about 90 the requests fit in one HTTP/2 connection to kube-apiserver (100 streams by default) beside the watches; past that Go's client dials a new connection, with its TLS handshake, for each request that waits. Measured at 1000 nodes with --bind-mode=direct, a cap of 90 kept 2 connections instead of 60-82, spent 0.91x the CPU and brought pods to Ready a little sooner, but made them exist later (bench/SCALE.md).")
+	fs.IntVar(&o.podWriteConns, "pod-write-connections", o.podWriteConns,
+		"Send pod creates and deletes over this many HTTP/2 connections of their own, with at most --pod-write-streams in flight on each, the rest waiting for a stream; 0: over the main client, where Go's HTTP/2 client dials a new connection (and TLS handshake) for each request that finds every stream taken. The QPS limit stays shared with the main client. Measured at 1000 nodes with --bind-mode=direct and 3 connections: pods existed sooner (0.95x the floor's time against 1.02x), Ready no sooner, the maxUnavailable rollout slower (1.09x the floor against 1.04x), no CPU saved (bench/SCALE.md).")
+	fs.IntVar(&o.podWriteStreams, "pod-write-streams", o.podWriteStreams,
+		"Pod writes in flight on each of the --pod-write-connections; keep it under kube-apiserver's streams per connection (--http2-max-streams-per-connection, 100 by default).")
 	fs.StringVar(&o.createPacing, "create-pacing", o.createPacing,
 		`How creates are paced: "batch" sends each sync's slow-start batches at their full size; "adaptive" adds a controller-wide limit on creates in flight (8 to --max-create-batch) that grows while creates are acknowledged fast and shrinks as the API server queues them, leaving it headroom for the scheduler's bindings and the kubelets.`)
 	fs.BoolVar(&o.leaderElect, "leader-elect", o.leaderElect, "Elect a leader through a Lease before syncing, so that several replicas can run.")
@@ -206,6 +213,12 @@ func (o *options) validate() error {
 	}
 	if o.maxPodWrites < 0 {
 		bad("max-pod-writes-in-flight", "must be 0 (no cap) or positive, got %d", o.maxPodWrites)
+	}
+	if o.podWriteConns < 0 {
+		bad("pod-write-connections", "must be 0 (off) or positive, got %d", o.podWriteConns)
+	}
+	if o.podWriteStreams <= 0 {
+		bad("pod-write-streams", "must be positive, got %d", o.podWriteStreams)
 	}
 	if o.burstReplicas < 0 {
 		bad("burst-replicas", "must be 0 (no cap) or positive, got %d", o.burstReplicas)

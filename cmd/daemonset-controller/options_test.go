@@ -54,6 +54,9 @@ func TestParse(t *testing.T) {
 		{args: []string{"--slow-start-initial-batch=300"}, wantErr: "--slow-start-initial-batch"}, // over --max-create-batch
 		{args: []string{"--max-pod-writes-in-flight=80"}},
 		{args: []string{"--max-pod-writes-in-flight=-1"}, wantErr: "--max-pod-writes-in-flight"},
+		{args: []string{"--pod-write-connections=3", "--pod-write-streams=50"}},
+		{args: []string{"--pod-write-connections=-1"}, wantErr: "--pod-write-connections"},
+		{args: []string{"--pod-write-streams=0"}, wantErr: "--pod-write-streams"},
 		{args: []string{"--kube-api-qps=50", "--kube-api-burst=0"}}, // burst follows the QPS
 		{args: []string{"--kube-api-burst=-1"}, wantErr: "--kube-api-burst"},
 		{args: []string{"--kube-api-content-type=application/json"}},

@@ -47,13 +47,22 @@ func run(ctx context.Context, o *options) error {
 	o.applyClientOptions(restConfig, id)
 	metrics := controller.NewMetrics()
 	restConfig.Wrap(metrics.WrapTransport)
-	client, err := kubernetes.NewForConfig(restConfig)
+	clientConfig := restConfig // the controller's clients; the others keep limiters of their own
+	var podWriteClient kubernetes.Interface
+	if o.podWriteConns > 0 {
+		clientConfig = withSharedRateLimiter(restConfig)
+		if podWriteClient, err = newPodWriteClient(clientConfig, o.podWriteConns, o.podWriteStreams); err != nil {
+			return err
+		}
+	}
+	client, err := kubernetes.NewForConfig(clientConfig)
 	if err != nil {
 		return fmt.Errorf("creating API client: %w", err)
 	}
 
 	c, err := controller.NewController(controller.Config{
 		Client:                   client,
+		PodWriteClient:           podWriteClient,
 		Workers:                  o.workers,
 		BurstReplicas:            o.burstReplicas,
 		MaxCreateBatch:           o.maxCreateBatch,
