@@ -24,10 +24,10 @@ func withSharedRateLimiter(cfg *rest.Config) *rest.Config {
 	return shared
 }
 
-// newPodWriteClient returns a clientset whose requests go over connections
-// transports of their own, with at most streams requests in flight on each,
-// the excess waiting for a stream instead of dialling a connection each
-// (controller/connpool). cfg should share its rate limiter with the main
+// newPodWriteClient returns a clientset whose requests go over a pool of
+// transports of their own (as many as connections), with at most streams
+// requests in flight on each, the excess waiting for a stream instead of
+// dialling a connection each (controller/connpool). cfg should share its rate limiter with the main
 // client (withSharedRateLimiter).
 func newPodWriteClient(cfg *rest.Config, connections, streams int) (kubernetes.Interface, error) {
 	transports := make([]http.RoundTripper, connections)
