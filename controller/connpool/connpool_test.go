@@ -4,99 +4,47 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/dsbench/dsbench/controller/connpool/h2test"
 )
 
 // streamLimitedServer is an HTTP/2 server that allows maxStreams per
-// connection, as kube-apiserver does, counts the connections it accepts,
-// and holds each response's body until release is closed.
+// connection, as kube-apiserver does, and holds each response's body until
+// release is closed.
 type streamLimitedServer struct {
-	*httptest.Server
+	*h2test.Server
 	release chan struct{}
-
-	mu          sync.Mutex
-	conns       int
-	inFlight    map[string]int // by client address: one per connection
-	maxInFlight map[string]int
-	arrived     chan struct{}
+	arrived chan struct{}
 }
 
 func newStreamLimitedServer(t *testing.T, maxStreams int) *streamLimitedServer {
 	t.Helper()
-	s := &streamLimitedServer{
-		release:     make(chan struct{}),
-		inFlight:    map[string]int{},
-		maxInFlight: map[string]int{},
-		arrived:     make(chan struct{}, 10000),
-	}
-	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ProtoMajor != 2 {
-			http.Error(w, "HTTP/2 only", http.StatusHTTPVersionNotSupported)
-			return
-		}
-		s.mu.Lock()
-		s.inFlight[r.RemoteAddr]++
-		s.maxInFlight[r.RemoteAddr] = max(s.maxInFlight[r.RemoteAddr], s.inFlight[r.RemoteAddr])
-		s.mu.Unlock()
+	s := &streamLimitedServer{release: make(chan struct{}), arrived: make(chan struct{}, 10000)}
+	s.Server = h2test.NewServer(t, maxStreams, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.arrived <- struct{}{}
 		// Headers now, body on release: the stream stays open while the
 		// client holds the response, as a slow API response would.
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
 		<-s.release
-		s.mu.Lock()
-		s.inFlight[r.RemoteAddr]--
-		s.mu.Unlock()
 		_, _ = io.WriteString(w, "ok")
 	}))
-	s.EnableHTTP2 = true
-	s.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: maxStreams}
-	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			s.mu.Lock()
-			s.conns++
-			s.mu.Unlock()
-		}
-	}
-	s.StartTLS()
+	// Runs before the server's Close, which waits for the handlers.
 	t.Cleanup(func() {
 		select {
 		case <-s.release:
 		default:
 			close(s.release)
 		}
-		s.Close()
 	})
 	return s
-}
-
-// newTransport is a transport of its own (its own connections) that trusts s.
-func (s *streamLimitedServer) newTransport() http.RoundTripper {
-	return s.Client().Transport.(*http.Transport).Clone()
-}
-
-func (s *streamLimitedServer) connections() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.conns
-}
-
-func (s *streamLimitedServer) maxStreamsOnAConnection() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := 0
-	for _, n := range s.maxInFlight {
-		m = max(m, n)
-	}
-	return m
 }
 
 // burst sends n requests at once through rt, waits until want of them have
@@ -140,8 +88,8 @@ func burst(t *testing.T, s *streamLimitedServer, rt http.RoundTripper, n, want i
 // per waiting request: what the pool exists to prevent.
 func TestOneTransportDialsPerWaitingRequest(t *testing.T) {
 	s := newStreamLimitedServer(t, 10)
-	burst(t, s, s.newTransport(), 100, 100)
-	conns := s.connections()
+	burst(t, s, s.NewTransport(), 100, 100)
+	conns := s.Connections()
 	t.Logf("one transport, a burst of 100 against 10 streams per connection: %d connections", conns)
 	if conns <= 3 {
 		t.Fatalf("a burst of 100 against 10 streams per connection opened %d connections; the pool's test below relies on more", conns)
@@ -150,7 +98,7 @@ func TestOneTransportDialsPerWaitingRequest(t *testing.T) {
 
 func TestPoolKeepsOneConnectionPerTransport(t *testing.T) {
 	s := newStreamLimitedServer(t, 10)
-	p, err := New([]http.RoundTripper{s.newTransport(), s.newTransport(), s.newTransport()}, 6, nil)
+	p, err := New([]http.RoundTripper{s.NewTransport(), s.NewTransport(), s.NewTransport()}, 6, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,10 +110,10 @@ func TestPoolKeepsOneConnectionPerTransport(t *testing.T) {
 	// Every stream ends at once here, and each is handed on at once: Go's
 	// client, still counting a few of the ended ones, may dial one more now
 	// and then. One transport alone dialled hundreds (the test above).
-	if conns := s.connections(); conns < 3 || conns > 5 {
+	if conns := s.Connections(); conns < 3 || conns > 5 {
 		t.Errorf("connections: got %d, want 3 (one per transport), or one or two more", conns)
 	}
-	if m := s.maxStreamsOnAConnection(); m > 6 {
+	if m := s.MaxStreamsOnAConnection(); m > 6 {
 		t.Errorf("streams in flight on one connection: got %d, want at most 6", m)
 	}
 	waitFor(t, func() bool { in := p.InFlight(); return in[0]+in[1]+in[2] == 0 })
@@ -263,7 +211,7 @@ func TestPoolSendsOneRequestOnAColdTransport(t *testing.T) {
 
 func TestPoolWaiterGivesUpWithItsContext(t *testing.T) {
 	s := newStreamLimitedServer(t, 10)
-	p, err := New([]http.RoundTripper{s.newTransport()}, 1, nil)
+	p, err := New([]http.RoundTripper{s.NewTransport()}, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
