@@ -33,7 +33,8 @@ const ColdAfter = 30 * time.Second
 // response body is closed or read to its end (its HTTP/2 stream is open
 // until then). A request goes to the least busy transport with a free
 // stream, or waits, in order of arrival, until one frees or its context is
-// done. A cold transport (never used, or idle for ColdAfter) takes one
+// done. A cold transport (never used, idle for ColdAfter, or whose last
+// probe failed) takes one
 // request, and the others only once its response has come, so that it dials
 // one connection. Safe for concurrent use.
 type Pool struct {
@@ -43,7 +44,7 @@ type Pool struct {
 
 	mu       sync.Mutex
 	inFlight []int
-	idleFrom []time.Time // when inFlight last fell to 0; zero: never used
+	idleFrom []time.Time // when inFlight last fell to 0; zero: no connection shown up yet
 	probing  []bool      // a cold transport's first request is out
 	waiting  []*waiter   // first come, first served
 }
@@ -90,14 +91,16 @@ func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp, err := p.transports[i].RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		// A failed probe leaves the transport cold: its next request
+		// probes again instead of the waiters all dialling.
+		p.release(i, probe, probe && err != nil)
+		return resp, err
+	}
 	if probe {
 		p.probed(i)
 	}
-	if err != nil || resp.Body == nil {
-		p.release(i)
-		return resp, err
-	}
-	resp.Body = &releasingBody{ReadCloser: resp.Body, release: func() { p.release(i) }}
+	resp.Body = &releasingBody{ReadCloser: resp.Body, release: func() { p.release(i, false, false) }}
 	return resp, nil
 }
 
@@ -136,10 +139,7 @@ func (p *Pool) acquire(ctx context.Context) (i int, probe bool, err error) {
 		p.mu.Unlock()
 		// Granted while the context ended: give the stream back.
 		g := <-w.granted
-		if g.probe {
-			p.probed(g.i)
-		}
-		p.release(g.i)
+		p.release(g.i, g.probe, g.probe) // a probe never sent proves nothing
 		return -1, false, fmt.Errorf("waiting for a free HTTP/2 stream: %w", context.Cause(ctx))
 	}
 }
@@ -175,12 +175,20 @@ func (p *Pool) probed(i int) {
 }
 
 // release frees a stream on transport i and gives free streams to waiters.
-func (p *Pool) release(i int) {
+// endsProbe: the request was the transport's probe; stillCold: the probe
+// did not show a connection up, so the transport stays cold.
+func (p *Pool) release(i int, endsProbe, stillCold bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.inFlight[i]--
+	if endsProbe {
+		p.probing[i] = false
+	}
 	if p.inFlight[i] == 0 {
 		p.idleFrom[i] = p.now()
+		if stillCold {
+			p.idleFrom[i] = time.Time{}
+		}
 	}
 	p.dispatchLocked()
 }

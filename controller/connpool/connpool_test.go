@@ -126,6 +126,7 @@ type gatedTransport struct {
 	mu       sync.Mutex
 	open     chan struct{}
 	inFlight int
+	failNext bool // the next call fails at once, as a refused dial
 }
 
 // shut closes the gate for the calls to come.
@@ -146,6 +147,11 @@ func (g *gatedTransport) openAfter(d time.Duration) int {
 
 func (g *gatedTransport) RoundTrip(*http.Request) (*http.Response, error) {
 	g.mu.Lock()
+	if g.failNext {
+		g.failNext = false
+		g.mu.Unlock()
+		return nil, errors.New("dial refused")
+	}
 	g.inFlight++
 	open := g.open
 	g.mu.Unlock()
@@ -206,6 +212,26 @@ func TestPoolSendsOneRequestOnAColdTransport(t *testing.T) {
 		if got := <-held; got != step.wantHeld {
 			t.Errorf("%s: %d calls on the transport while the first waited, want %d", step.name, got, step.wantHeld)
 		}
+	}
+}
+
+// A probe that fails proves no connection: the next burst probes again
+// rather than every request dialling.
+func TestPoolProbesAgainAfterAFailedProbe(t *testing.T) {
+	rt := &gatedTransport{failNext: true}
+	p, err := New([]http.RoundTripper{rt}, 50, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.RoundTrip(mustRequest(t, "https://api.invalid", context.Background())); err == nil {
+		t.Fatal("the failing probe succeeded")
+	}
+	rt.shut()
+	held := make(chan int, 1)
+	go func() { held <- rt.openAfter(100 * time.Millisecond) }()
+	roundTrips(t, p, 20)
+	if got := <-held; got != 1 {
+		t.Errorf("%d calls on the transport while the probe after a failed one waited, want 1", got)
 	}
 }
 
