@@ -38,10 +38,12 @@ func TestKwokSpreadsLeaseRenewals(t *testing.T) {
 
 	// Each lease's first renewal: the first renewTime seen past its
 	// creation (kwok creates it with renewTime now; creationTimestamp is
-	// truncated to the second). Two intervals: a renewal that fails (kwok's
-	// lease cache has not yet seen the lease, on a loaded machine) is tried
-	// again one interval later, as kwok as released does; that lease's
-	// phase is still its own. The loop ends as soon as every lease renewed.
+	// truncated to the second). Two intervals: a renewal that fails is tried
+	// again one interval later, as kwok as released does, and that lease's
+	// phase is still its own. One fails when kwok's lease cache has not yet
+	// seen the lease: kwok's lease informer keeps client-go's backoff of up
+	// to a minute after kube-apiserver went away (a test before this one
+	// restarts it). The loop ends as soon as every lease renewed.
 	renewed := map[string]time.Time{}
 	waited := 2*interval + 15*time.Second
 	deadline := time.Now().Add(waited)
