@@ -86,7 +86,8 @@ const (
 	// a watch resumes from the last resourceVersion it saw, as client-go's
 	// reflector means it to, and replays nothing. It also carries
 	// kwok-outage-recovery.patch (a stage whose request lost its connection
-	// is retried; its pod watch backs off at most about a second), which
+	// is retried; its watches, pods, nodes and leases, back off at most
+	// about a second), which
 	// changes nothing unless kube-apiserver goes away, and
 	// kwok-lease-spread.patch (each node's first lease renewal at a random
 	// point of the interval, so that nodes made together do not renew in

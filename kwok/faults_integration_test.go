@@ -464,6 +464,46 @@ func TestKwokFinalizesPodsDeletedAcrossAnAPIServerRestart(t *testing.T) {
 	}
 }
 
+// After kube-apiserver has been away, kwok takes up the nodes made then
+// within seconds: its caches of nodes and leases back off at most about a
+// second (kwok-outage-recovery.patch). kwok as released keeps client-go's
+// backoff for them, which reaches 30-60 s: nodes made after a 10-s outage
+// were Ready 23 s later. Ready is kwok's doing; the not-ready taint's
+// removal, which follows, is kube-controller-manager's, whose informers
+// back off too, so the test waits for Ready alone.
+func TestKwokTakesUpNodesMadeAfterAnOutage(t *testing.T) {
+	cluster, _, client := kwoktest.Cluster(t)
+	ctx := t.Context()
+	if err := cluster.RestartAPIServer(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	pool := kwok.NodePool{Prefix: "afteroutage", Count: 20}
+	removeAtEnd(t, client, pool, "afteroutage-test")
+	start := time.Now()
+	if err := kwok.CreateNodes(ctx, client, pool, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "the nodes Ready", func() (bool, error) {
+		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kwok.PoolLabel + "=" + pool.Prefix})
+		if err != nil {
+			return false, err
+		}
+		ready := 0
+		for i := range list.Items {
+			if kwok.NodeReady(&list.Items[i]) {
+				ready++
+			}
+		}
+		return ready == pool.Count, nil
+	})
+	took := time.Since(start)
+	t.Logf("%d nodes made after a 10-s outage were Ready %v later", pool.Count, took.Round(10*time.Millisecond))
+	// Without an outage, well under a second; with client-go's backoff, tens of seconds.
+	if limit := 5 * time.Second; took > limit {
+		t.Errorf("%d nodes made after a 10-s outage were Ready %v later, want within %v: kwok's node cache is still backing off", pool.Count, took.Round(10*time.Millisecond), limit)
+	}
+}
+
 func ptrValue(p *int64) string {
 	if p == nil {
 		return "nil"

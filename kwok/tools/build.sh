@@ -63,8 +63,10 @@ done
 # close too, from "0" and works through every object again;
 # patches/kwok-outage-recovery.patch retries a stage whose request lost its
 # connection (kube-apiserver killed under it), which v0.8.0 drops for good,
-# and caps its pod watch's backoff at about a second (client-go's reaches
-# 30-60 s after an outage); patches/kwok-lease-spread.patch makes each node's
+# and caps the backoff of its watches (pods, and the caches of nodes and
+# leases) at about a second (client-go's reaches 30-60 s after an outage:
+# nodes made after a 10-s one were taken up 23 s later);
+# patches/kwok-lease-spread.patch makes each node's
 # first lease renewal come at a random point of the renewal interval, so that
 # nodes made together do not all renew within 2 s of each other every 50 s.
 # The module comes from the Go module proxy as released; the patches are
