@@ -41,9 +41,10 @@ func TestKwokSpreadsLeaseRenewals(t *testing.T) {
 	// truncated to the second). Two intervals: a renewal that fails is tried
 	// again one interval later, as kwok as released does, and that lease's
 	// phase is still its own. One fails when kwok's lease cache has not yet
-	// seen the lease: kwok's lease informer keeps client-go's backoff of up
-	// to a minute after kube-apiserver went away (a test before this one
-	// restarts it). The loop ends as soon as every lease renewed.
+	// seen the lease: as released, kwok's lease cache keeps client-go's
+	// backoff of up to a minute after kube-apiserver went away (a test
+	// before this one restarts it; kwok-outage-recovery.patch now caps it).
+	// The loop ends as soon as every lease renewed.
 	renewed := map[string]time.Time{}
 	waited := 2*interval + 15*time.Second
 	deadline := time.Now().Add(waited)
