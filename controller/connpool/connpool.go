@@ -185,9 +185,10 @@ func (p *Pool) release(i int, endsProbe, stillCold bool) {
 		p.probing[i] = false
 	}
 	if p.inFlight[i] == 0 {
-		p.idleFrom[i] = p.now()
 		if stillCold {
 			p.idleFrom[i] = time.Time{}
+		} else {
+			p.idleFrom[i] = p.now()
 		}
 	}
 	p.dispatchLocked()
