@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -231,6 +232,7 @@ func TestDeployManifests(t *testing.T) {
 		if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 			t.Errorf("resources = %+v, want cpu/memory requests and a memory limit", c.Resources)
 		}
+		checkGoMemLimit(t, c)
 		sc := c.SecurityContext
 		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
 			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
@@ -241,4 +243,27 @@ func TestDeployManifests(t *testing.T) {
 			t.Errorf("pod securityContext = %+v, want runAsNonRoot", psc)
 		}
 	})
+}
+
+// checkGoMemLimit: the container tells the Go runtime a soft memory limit
+// (in MiB, as the manifest writes it) between 80 and 95 % of its memory
+// limit, so that the collector works harder before the kernel kills it.
+func checkGoMemLimit(t *testing.T, c corev1.Container) {
+	t.Helper()
+	var value string
+	for _, e := range c.Env {
+		if e.Name == "GOMEMLIMIT" {
+			value = e.Value
+		}
+	}
+	mib, ok := strings.CutSuffix(value, "MiB")
+	n, err := strconv.ParseInt(mib, 10, 64)
+	if !ok || err != nil {
+		t.Errorf("env GOMEMLIMIT = %q, want a count of MiB", value)
+		return
+	}
+	limit := c.Resources.Limits.Memory().Value()
+	if ratio := float64(n<<20) / float64(limit); ratio < 0.8 || ratio > 0.95 {
+		t.Errorf("GOMEMLIMIT %s is %.2f of the memory limit %s, want 0.80 to 0.95", value, ratio, c.Resources.Limits.Memory())
+	}
 }
