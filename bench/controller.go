@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -126,6 +127,10 @@ type ControllerConfig struct {
 	ExtraArgs []string
 	// Env is added to the runner's environment (for example DSBENCH_MUTANT).
 	Env []string
+	// OursEnv is added to our binary's environment only, in either bind
+	// mode (for example GOGC=50); upstream and the floor do not get it. It
+	// must pass CheckControllerEnv.
+	OursEnv []string
 	// Floor paces the floor and sets its binding; it ignores everything above.
 	Floor FloorConfig
 }
@@ -241,14 +246,91 @@ func CheckControllerArg(a string) error {
 	return nil
 }
 
-// checkExtraArgs refuses ExtraArgs that CheckControllerArg refuses.
+// checkExtraArgs refuses ExtraArgs that CheckControllerArg refuses, and
+// OursEnv that CheckControllerEnv refuses.
 func (c ControllerConfig) checkExtraArgs() error {
 	for _, a := range c.ExtraArgs {
 		if err := CheckControllerArg(a); err != nil {
 			return fmt.Errorf("controller extra argument %q: %w", a, err)
 		}
 	}
+	for _, kv := range c.OursEnv {
+		if err := CheckControllerEnv(kv); err != nil {
+			return fmt.Errorf("controller environment variable %q: %w", kv, err)
+		}
+	}
 	return nil
+}
+
+// harnessEnvPrefix names the variables the harness sets itself
+// (DSBENCH_MUTANT, DSBENCH_MUTANT_FAULTS).
+const harnessEnvPrefix = "DSBENCH_"
+
+// CheckControllerEnv checks one variable for our binary's environment,
+// NAME=VALUE. The Go runtime's own knobs are checked as the runtime parses
+// them, since it ignores a malformed GOGC or GOMAXPROCS without a word and
+// would leave the run measuring the default.
+func CheckControllerEnv(kv string) error {
+	name, value, ok := strings.Cut(kv, "=")
+	if !ok || !validEnvName(name) {
+		return fmt.Errorf("want NAME=VALUE, NAME of letters, digits and underscores, not starting with a digit")
+	}
+	if strings.HasPrefix(name, harnessEnvPrefix) {
+		return fmt.Errorf("the harness sets %s* variables itself", harnessEnvPrefix)
+	}
+	switch name {
+	case "GOGC":
+		if n, err := strconv.Atoi(value); value != "off" && (err != nil || n < 0) {
+			return fmt.Errorf("GOGC %q: want off or a percentage, 0 or more", value)
+		}
+	case "GOMEMLIMIT":
+		if _, err := ParseGoMemLimit(value); err != nil {
+			return err
+		}
+	case "GOMAXPROCS":
+		if n, err := strconv.Atoi(value); err != nil || n < 1 {
+			return fmt.Errorf("GOMAXPROCS %q: want a count, 1 or more", value)
+		}
+	}
+	return nil
+}
+
+func validEnvName(name string) bool {
+	if name == "" || (name[0] >= '0' && name[0] <= '9') {
+		return false
+	}
+	for _, r := range name {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseGoMemLimit parses GOMEMLIMIT as the Go runtime does: off, or a
+// count of bytes with no unit or one of B, KiB, MiB, GiB, TiB. It returns
+// -1 for off. The runtime refuses to start on anything else.
+func ParseGoMemLimit(s string) (int64, error) {
+	if s == "off" {
+		return -1, nil
+	}
+	digits := strings.TrimRight(s, "BKMGTi")
+	unit := s[len(digits):]
+	shift, ok := map[string]uint{"": 0, "B": 0, "KiB": 10, "MiB": 20, "GiB": 30, "TiB": 40}[unit]
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if !ok || err != nil || n < 0 || digits[0] == '+' || n > math.MaxInt64>>shift {
+		return 0, fmt.Errorf("GOMEMLIMIT %q: want off, or bytes with no unit or one of B, KiB, MiB, GiB, TiB (e.g. 200MiB)", s)
+	}
+	return n << shift, nil
+}
+
+// environ is what the controller's process gets on top of the runner's
+// environment.
+func (c ControllerConfig) environ() []string {
+	if c.Which.IsOurs() {
+		return slices.Concat(c.Env, c.OursEnv)
+	}
+	return c.Env
 }
 
 // StartController starts the controller and waits until it answers its
@@ -283,8 +365,8 @@ func (p *ControllerProcess) start(ctx context.Context) error {
 		}
 	}
 	cmd := exec.Command(conf.Binary, conf.args(ports[0], ports[1])...)
-	if len(conf.Env) > 0 {
-		cmd.Env = append(os.Environ(), conf.Env...)
+	if env := conf.environ(); len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
 	}
 	if p.log != nil {
 		cmd.Stdout, cmd.Stderr = p.log, p.log

@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -186,6 +188,106 @@ func TestCheckExtraArgs(t *testing.T) {
 				t.Errorf("NewRunner: %v, want an error with %q", rerr, tt.wantErr)
 			}
 		})
+	}
+}
+
+// Our controller's environment variables: NAME=VALUE, not the harness's
+// own, and the Go runtime's knobs as the runtime reads them (it would
+// ignore a malformed GOGC and run with the default).
+func TestCheckControllerEnv(t *testing.T) {
+	tests := []struct {
+		kv      string
+		wantErr string // a part of the error; "" for none
+	}{
+		{kv: "GOGC=50"},
+		{kv: "GOGC=0"},
+		{kv: "GOGC=off"},
+		{kv: "GOMEMLIMIT=off"},
+		{kv: "GOMEMLIMIT=100MiB"},
+		{kv: "GOMEMLIMIT=1073741824"},
+		{kv: "GOMEMLIMIT=512B"},
+		{kv: "GOMAXPROCS=2"},
+		{kv: "GODEBUG=gctrace=1"}, // the value may hold '='
+		{kv: "MY_VAR="},           // empty values are values
+		{kv: "_x1=a b"},
+		{kv: "GOGC", wantErr: "want NAME=VALUE"},
+		{kv: "=1", wantErr: "want NAME=VALUE"},
+		{kv: "1X=1", wantErr: "want NAME=VALUE"},
+		{kv: "MY-VAR=1", wantErr: "want NAME=VALUE"},
+		{kv: "DSBENCH_MUTANT=surge-all", wantErr: "the harness sets DSBENCH_*"},
+		{kv: "GOGC=-1", wantErr: "want off or a percentage"},
+		{kv: "GOGC=fifty", wantErr: "want off or a percentage"},
+		{kv: "GOGC=", wantErr: "want off or a percentage"},
+		{kv: "GOMEMLIMIT=100MB", wantErr: "GOMEMLIMIT \"100MB\""},
+		{kv: "GOMEMLIMIT=100mib", wantErr: "GOMEMLIMIT"},
+		{kv: "GOMEMLIMIT=MiB", wantErr: "GOMEMLIMIT"},
+		{kv: "GOMEMLIMIT=", wantErr: "GOMEMLIMIT"},
+		{kv: "GOMEMLIMIT=-1", wantErr: "GOMEMLIMIT"},
+		{kv: "GOMEMLIMIT=+1", wantErr: "GOMEMLIMIT"},
+		{kv: "GOMEMLIMIT=1.5GiB", wantErr: "GOMEMLIMIT"},
+		{kv: "GOMEMLIMIT=9999999TiB", wantErr: "GOMEMLIMIT"},
+		{kv: "GOMAXPROCS=0", wantErr: "want a count"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kv, func(t *testing.T) {
+			err := CheckControllerEnv(tt.kv)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("CheckControllerEnv(%q) = %v, want nil", tt.kv, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("CheckControllerEnv(%q) = %v, want an error with %q", tt.kv, err, tt.wantErr)
+			}
+			if _, serr := StartController(t.Context(), ControllerConfig{Which: Ours, Workers: 1, Binary: "/nonexistent", OursEnv: []string{tt.kv}}); serr == nil || !strings.Contains(serr.Error(), tt.wantErr) {
+				t.Errorf("StartController: %v, want %v before anything starts", serr, err)
+			}
+		})
+	}
+}
+
+func TestParseGoMemLimit(t *testing.T) {
+	for in, want := range map[string]int64{
+		"off": -1, "0": 0, "1": 1, "512B": 512, "3KiB": 3 << 10, "100MiB": 100 << 20, "2GiB": 2 << 30, "1TiB": 1 << 40,
+		"9223372036854775807": math.MaxInt64,
+	} {
+		if got, err := ParseGoMemLimit(in); err != nil || got != want {
+			t.Errorf("ParseGoMemLimit(%q) = %d, %v, want %d", in, got, err, want)
+		}
+	}
+}
+
+// FuzzParseGoMemLimit: never a panic, and what it accepts is what it
+// gives back when written in bytes.
+func FuzzParseGoMemLimit(f *testing.F) {
+	for _, s := range []string{"off", "100MiB", "1.5GiB", "", "B", "+1", "iB", "8388607TiB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseGoMemLimit(s)
+		if err != nil || n < 0 {
+			return
+		}
+		if back, err := ParseGoMemLimit(strconv.FormatInt(n, 10)); err != nil || back != n {
+			t.Errorf("ParseGoMemLimit(%q) = %d, but %d in bytes reads back as %d, %v", s, n, n, back, err)
+		}
+	})
+}
+
+// Our variables go to ours and ours-direct only; the harness's own to
+// every controller it starts.
+func TestControllerEnviron(t *testing.T) {
+	conf := ControllerConfig{Env: []string{"DSBENCH_MUTANT=x"}, OursEnv: []string{"GOGC=50"}}
+	for which, want := range map[Controller][]string{
+		Ours:       {"DSBENCH_MUTANT=x", "GOGC=50"},
+		OursDirect: {"DSBENCH_MUTANT=x", "GOGC=50"},
+		Upstream:   {"DSBENCH_MUTANT=x"},
+	} {
+		conf.Which = which
+		if diff := cmp.Diff(want, conf.environ()); diff != "" {
+			t.Errorf("%s: environ (-want +got):\n%s", which, diff)
+		}
 	}
 }
 

@@ -419,6 +419,9 @@ func suiteReport(conf SuiteConfig, now time.Time) *reports.Report {
 		c := conf.Controller
 		c.Which = w
 		cp.Args = c.Args()
+		if w.IsOurs() {
+			cp.Env = slices.Clone(c.OursEnv)
+		}
 		if w == Floor {
 			var candidates []int
 			for _, sc := range conf.Scenarios {

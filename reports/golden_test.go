@@ -5,6 +5,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -117,4 +119,32 @@ func slowedOurs(r *Report, factor float64) *Report {
 		run.Resources.CPUSeconds *= factor
 	}
 	return &cp
+}
+
+// The parameters show what our controller's environment had on top of the
+// harness's (--controller-env), and a report.json keeps it.
+func TestParamsShowControllerEnv(t *testing.T) {
+	r, _ := readTestdata(t)
+	r.Params.Controllers[0].Env = []string{"GOMEMLIMIT=100MiB", "GOGC=50"}
+	a := &analysis{r: r, groups: Groups(r), findings: CheckInvariants(r)}
+	var row string
+	for _, cells := range a.paramsTable().Rows {
+		if cells[0] == "controller "+r.Params.Controllers[0].Name {
+			row = cells[1]
+		}
+	}
+	if !strings.HasSuffix(row, ", env GOMEMLIMIT=100MiB GOGC=50") {
+		t.Errorf("controller row %q does not end with its environment", row)
+	}
+	dir := t.TempDir()
+	if err := Write(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Read(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Params.Controllers[0].Env; !slices.Equal(got, r.Params.Controllers[0].Env) {
+		t.Errorf("read back env %q, want %q", got, r.Params.Controllers[0].Env)
+	}
 }

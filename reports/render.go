@@ -133,6 +133,9 @@ func (a *analysis) paramsTable() table {
 		if len(c.Args) > 0 {
 			v += ", args " + strings.Join(c.Args, " ")
 		}
+		if len(c.Env) > 0 {
+			v += ", env " + strings.Join(c.Env, " ")
+		}
 		add("controller "+c.Name, v)
 	}
 	add("harness client", fmt.Sprintf("qps %g, burst %d", r.Params.Harness.QPS, r.Params.Harness.Burst))

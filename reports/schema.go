@@ -146,6 +146,9 @@ type ControllerParams struct {
 	BurstReplicas int `json:"burstReplicas,omitempty"`
 	// Args are its full command line (ports and kubeconfig as placeholders).
 	Args []string `json:"args,omitempty"`
+	// Env is what its environment had on top of the harness's (NAME=VALUE),
+	// such as GOGC or GOMEMLIMIT.
+	Env []string `json:"env,omitempty"`
 	// BinarySHA256 identifies the binary exactly.
 	BinarySHA256 string `json:"binarySHA256,omitempty"`
 }

@@ -219,6 +219,14 @@ func (f *runFlags) validate(fs *pflag.FlagSet, e *flagErrors) {
 	if err == nil && len(f.ctrlArgs) > 0 && !slices.ContainsFunc(which, bench.Controller.IsOurs) {
 		e.conflict("controller-arg", "controller "+f.controllers, "it is an argument of our controller, which is not measured")
 	}
+	for _, kv := range f.ctrlEnv {
+		if err := bench.CheckControllerEnv(kv); err != nil {
+			e.add("controller-env", kv, "%v", err)
+		}
+	}
+	if err == nil && len(f.ctrlEnv) > 0 && !slices.ContainsFunc(which, bench.Controller.IsOurs) {
+		e.conflict("controller-env", "controller "+f.controllers, "it is in our controller's environment, and our controller is not measured")
+	}
 	if f.ctrlBinary != "" {
 		e.inputFile("controller-binary", f.ctrlBinary)
 	}

@@ -117,6 +117,12 @@ func TestRunFlags(t *testing.T) {
 		{"controller arg the harness sets", run("--controller-arg=--kube-api-burst=5"), []string{`--controller-arg "--kube-api-burst=5"`, "the harness sets --kube-api-burst itself"}},
 		{"controller arg not a flag", run("--controller-arg", "adaptive"), []string{`--controller-arg "adaptive"`, "want a flag"}},
 		{"controller arg without ours", run("--controller", "upstream,floor", "--controller-arg=--create-pacing=adaptive"), []string{"--controller-arg with --controller upstream,floor"}},
+		{"controller env without a value", run("--controller-env", "GOGC"), []string{`--controller-env "GOGC"`, "want NAME=VALUE"}},
+		{"controller env with a bad name", run("--controller-env", "9LIVES=1"), []string{`--controller-env "9LIVES=1"`, "want NAME=VALUE"}},
+		{"controller env the harness sets", run("--controller-env", "DSBENCH_MUTANT=surge-all"), []string{`--controller-env "DSBENCH_MUTANT=surge-all"`, "the harness sets DSBENCH_* variables itself"}},
+		{"GOGC the runtime would ignore", run("--controller-env", "GOGC=fast"), []string{`--controller-env "GOGC=fast"`, "want off or a percentage"}},
+		{"GOMEMLIMIT the runtime refuses", run("--controller-env", "GOMEMLIMIT=100MB"), []string{`--controller-env "GOMEMLIMIT=100MB"`, "KiB, MiB"}},
+		{"controller env without ours", run("--controller", "upstream,floor", "--controller-env=GOGC=50"), []string{"--controller-env with --controller upstream,floor"}},
 		{"name not a DNS label", run("--name", "Not_A_Label"), []string{`--name "Not_A_Label"`, "DNS label"}},
 		{"zero timeout", run("--timeout", "0"), []string{"--timeout 0s"}},
 		{"negative timeout", run("--timeout", "-1m"), []string{"--timeout -1m0s"}},
@@ -470,6 +476,33 @@ func TestControllerArgReachesOurController(t *testing.T) {
 	want := []string{"--create-pacing=adaptive", "--max-create-batch=64", "--sync-delay=1s"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ExtraArgs (-want +got):\n%s", diff)
+	}
+}
+
+// --controller-env reaches our controller's environment, in the order given,
+// and the report's record of ours and ours-direct, not of upstream or the
+// floor.
+func TestControllerEnvReachesOurControllerOnly(t *testing.T) {
+	env := isolatedEnv(t)
+	fs := newFlagSet("run", "", env)
+	var f runFlags
+	f.register(fs, env, "ours,ours-direct,upstream,floor", "")
+	if err := fs.Parse([]string{"--controller-env=GOMEMLIMIT=100MiB", "--controller-env", "GOGC=50"}); err != nil {
+		t.Fatal(err)
+	}
+	var e flagErrors
+	f.validate(fs, &e)
+	if len(e) > 0 {
+		t.Fatalf("flag errors: %v", e)
+	}
+	st := &stage{env: env, f: &f}
+	conf := st.suite(0, "", "")
+	want := []string{"GOMEMLIMIT=100MiB", "GOGC=50"}
+	if diff := cmp.Diff(want, conf.Controller.OursEnv); diff != "" {
+		t.Errorf("OursEnv (-want +got):\n%s", diff)
+	}
+	if len(conf.Controller.Env) > 0 {
+		t.Errorf("Env = %q, want nothing for every controller", conf.Controller.Env)
 	}
 }
 

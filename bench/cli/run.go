@@ -36,6 +36,7 @@ type runFlags struct {
 	ctrlBinary  string
 	syncDelay   time.Duration
 	ctrlArgs    []string
+	ctrlEnv     []string
 	interleave  bool
 	orderSeed   uint64
 	warmup      string
@@ -80,6 +81,7 @@ func (f *runFlags) registerPlay(fs *pflag.FlagSet, env Env, defaultControllers s
 	fs.StringVar(&f.ctrlBinary, "controller-binary", "", "our controller's binary (default: CACHE/daemonset-controller)")
 	fs.DurationVar(&f.syncDelay, "sync-delay", 0, "make our controller (ours and ours-direct) sleep this long in every sync (to prove the gate catches a slow controller)")
 	fs.StringArrayVar(&f.ctrlArgs, "controller-arg", nil, "one more argument for our controller (ours and ours-direct), repeatable, e.g. --controller-arg=--create-pacing=adaptive; the report records it; not the flags the harness sets itself (see bench.ReservedControllerFlags)")
+	fs.StringArrayVar(&f.ctrlEnv, "controller-env", nil, "one more environment variable for our controller (ours and ours-direct), NAME=VALUE, repeatable, e.g. --controller-env=GOMEMLIMIT=100MiB; the report records it; GOGC, GOMEMLIMIT and GOMAXPROCS are checked as the Go runtime reads them")
 	fs.StringVar(&f.warmup, "warmup", warmupAuto, fmt.Sprintf("play the first scenario once, unmeasured, before the measured runs (the first run on nodes just created is slower for whichever controller plays it): %q, %q, or %q (on from %d nodes)", warmupOn, warmupOff, warmupAuto, warmupAutoNodes))
 	fs.BoolVar(&f.interleave, "interleave", true, "alternate controllers per repetition, each pair of repetitions in an order drawn at random and then in its reverse (A B, B A or B A, A B), so that drift hits both and no controller keeps one place in the suite")
 	fs.Uint64Var(&f.orderSeed, "order-seed", 0, "seed of the interleaved order, recorded in the report (0: drawn at random)")
@@ -329,6 +331,7 @@ func (st *stage) suite(nodes int, outDir, journalDir string) bench.SuiteConfig {
 	f, env := st.f, st.env
 	ctrl := bench.ControllerConfig{Workers: f.workers, QPS: f.qps, Burst: f.burst}
 	ctrl.ExtraArgs = append(ctrl.ExtraArgs, f.ctrlArgs...)
+	ctrl.OursEnv = slices.Clone(f.ctrlEnv)
 	if f.syncDelay > 0 {
 		ctrl.ExtraArgs = append(ctrl.ExtraArgs, "--sync-delay="+f.syncDelay.String())
 	}
