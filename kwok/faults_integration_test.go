@@ -483,19 +483,7 @@ func TestKwokTakesUpNodesMadeAfterAnOutage(t *testing.T) {
 	if err := kwok.CreateNodes(ctx, client, pool, 0); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Minute, "the nodes Ready", func() (bool, error) {
-		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kwok.PoolLabel + "=" + pool.Prefix})
-		if err != nil {
-			return false, err
-		}
-		ready := 0
-		for i := range list.Items {
-			if kwok.NodeReady(&list.Items[i]) {
-				ready++
-			}
-		}
-		return ready == pool.Count, nil
-	})
+	waitPool(t, client, pool, 2*time.Minute, "Ready", kwok.NodeReady)
 	took := time.Since(start)
 	t.Logf("%d nodes made after a 10-s outage were Ready %v later", pool.Count, took.Round(10*time.Millisecond))
 	// Without an outage, well under a second; with client-go's backoff, tens of seconds.

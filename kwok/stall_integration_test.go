@@ -127,14 +127,22 @@ func createSchedulable(t *testing.T, client kubernetes.Interface, p kwok.NodePoo
 	if err := kwok.CreateNodes(ctx, client, p, 0); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, fmt.Sprintf("%d %s nodes schedulable", p.Count, p.Prefix), func() (bool, error) {
+	waitPool(t, client, p, time.Minute, "schedulable", kwok.NodeSchedulable)
+}
+
+// waitPool waits until every node of p is what holds says (named by what),
+// and fails the test after within.
+func waitPool(t *testing.T, client kubernetes.Interface, p kwok.NodePool, within time.Duration, what string, holds func(*corev1.Node) bool) {
+	t.Helper()
+	ctx := t.Context()
+	waitFor(t, within, fmt.Sprintf("%d %s nodes %s", p.Count, p.Prefix, what), func() (bool, error) {
 		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kwok.PoolLabel + "=" + p.Prefix})
 		if err != nil {
 			return false, err
 		}
 		ok := 0
 		for i := range list.Items {
-			if kwok.NodeSchedulable(&list.Items[i]) {
+			if holds(&list.Items[i]) {
 				ok++
 			}
 		}
