@@ -280,7 +280,8 @@ func CheckControllerEnv(kv string) error {
 	}
 	switch name {
 	case "GOGC":
-		if n, err := strconv.Atoi(value); value != "off" && (err != nil || n < 0) {
+		// The runtime reads a negative GOGC as off: say off.
+		if n, err := strconv.ParseInt(value, 10, 32); value != "off" && (err != nil || n < 0) {
 			return fmt.Errorf("GOGC %q: want off or a percentage, 0 or more", value)
 		}
 	case "GOMEMLIMIT":
@@ -288,7 +289,7 @@ func CheckControllerEnv(kv string) error {
 			return err
 		}
 	case "GOMAXPROCS":
-		if n, err := strconv.Atoi(value); err != nil || n < 1 {
+		if n, err := strconv.ParseInt(value, 10, 32); err != nil || n < 1 {
 			return fmt.Errorf("GOMAXPROCS %q: want a count, 1 or more", value)
 		}
 	}
@@ -307,18 +308,19 @@ func validEnvName(name string) bool {
 	return true
 }
 
-// ParseGoMemLimit parses GOMEMLIMIT as the Go runtime does: off, or a
-// count of bytes with no unit or one of B, KiB, MiB, GiB, TiB. It returns
-// -1 for off. The runtime refuses to start on anything else.
+// ParseGoMemLimit parses GOMEMLIMIT as the Go runtime does: off (or
+// empty), or a count of bytes with no unit or one of B, KiB, MiB, GiB, TiB,
+// at most MaxInt64 bytes. It returns -1 for off. The runtime refuses to
+// start on anything else.
 func ParseGoMemLimit(s string) (int64, error) {
-	if s == "off" {
+	if s == "" || s == "off" {
 		return -1, nil
 	}
 	digits := strings.TrimRight(s, "BKMGTi")
 	unit := s[len(digits):]
 	shift, ok := map[string]uint{"": 0, "B": 0, "KiB": 10, "MiB": 20, "GiB": 30, "TiB": 40}[unit]
 	n, err := strconv.ParseInt(digits, 10, 64)
-	if !ok || err != nil || n < 0 || digits[0] == '+' || n > math.MaxInt64>>shift {
+	if !ok || err != nil || n < 0 || n > math.MaxInt64>>shift {
 		return 0, fmt.Errorf("GOMEMLIMIT %q: want off, or bytes with no unit or one of B, KiB, MiB, GiB, TiB (e.g. 200MiB)", s)
 	}
 	return n << shift, nil

@@ -1,7 +1,11 @@
 package bench
 
 import (
+	"fmt"
 	"math"
+	"os"
+	"os/exec"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -221,12 +225,13 @@ func TestCheckControllerEnv(t *testing.T) {
 		{kv: "GOMEMLIMIT=100MB", wantErr: "GOMEMLIMIT \"100MB\""},
 		{kv: "GOMEMLIMIT=100mib", wantErr: "GOMEMLIMIT"},
 		{kv: "GOMEMLIMIT=MiB", wantErr: "GOMEMLIMIT"},
-		{kv: "GOMEMLIMIT=", wantErr: "GOMEMLIMIT"},
+		{kv: "GOMEMLIMIT="}, // off, to the runtime
 		{kv: "GOMEMLIMIT=-1", wantErr: "GOMEMLIMIT"},
-		{kv: "GOMEMLIMIT=+1", wantErr: "GOMEMLIMIT"},
+		{kv: "GOMEMLIMIT=+1"}, // strconv.ParseInt, as the runtime
 		{kv: "GOMEMLIMIT=1.5GiB", wantErr: "GOMEMLIMIT"},
 		{kv: "GOMEMLIMIT=9999999TiB", wantErr: "GOMEMLIMIT"},
 		{kv: "GOMAXPROCS=0", wantErr: "want a count"},
+		{kv: "GOGC=4294967296", wantErr: "want off or a percentage"}, // past int32: the runtime would use 100
 	}
 	for _, tt := range tests {
 		t.Run(tt.kv, func(t *testing.T) {
@@ -249,7 +254,7 @@ func TestCheckControllerEnv(t *testing.T) {
 
 func TestParseGoMemLimit(t *testing.T) {
 	for in, want := range map[string]int64{
-		"off": -1, "0": 0, "1": 1, "512B": 512, "3KiB": 3 << 10, "100MiB": 100 << 20, "2GiB": 2 << 30, "1TiB": 1 << 40,
+		"off": -1, "": -1, "+7": 7, "0": 0, "1": 1, "512B": 512, "3KiB": 3 << 10, "100MiB": 100 << 20, "2GiB": 2 << 30, "1TiB": 1 << 40,
 		"9223372036854775807": math.MaxInt64,
 	} {
 		if got, err := ParseGoMemLimit(in); err != nil || got != want {
@@ -257,6 +262,43 @@ func TestParseGoMemLimit(t *testing.T) {
 		}
 	}
 }
+
+// ParseGoMemLimit agrees with the Go runtime itself: the test binary run
+// again with GOMEMLIMIT set reports the limit the runtime took, or dies on
+// one it refuses.
+func TestParseGoMemLimitAgreesWithRuntime(t *testing.T) {
+	if v, ok := os.LookupEnv(memLimitChildEnv); ok && v == "1" {
+		fmt.Println(memLimitChildSays, debug.SetMemoryLimit(-1))
+		os.Exit(0)
+	}
+	for _, in := range []string{"off", "", "0", "1", "+7", "512B", "3KiB", "100MiB", "2GiB", "1TiB", "8388607TiB", "8388608TiB",
+		"9223372036854775807", "9223372036854775808", "100MB", "100mib", "MiB", "-1", "1.5GiB", "5iB", " 5", "5 "} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestParseGoMemLimitAgreesWithRuntime$")
+		cmd.Env = append(os.Environ(), memLimitChildEnv+"=1", "GOMEMLIMIT="+in)
+		out, runErr := cmd.CombinedOutput()
+		got, err := ParseGoMemLimit(in)
+		if got < 0 {
+			got = math.MaxInt64 // the runtime's "no limit"
+		}
+		_, said, found := strings.Cut(string(out), memLimitChildSays+" ")
+		runtimeTook := runErr == nil && found
+		if runtimeTook != (err == nil) {
+			t.Errorf("GOMEMLIMIT=%q: ParseGoMemLimit error %v, but the runtime took it: %v (%v; %s)", in, err, runtimeTook, runErr, out)
+			continue
+		}
+		if runtimeTook {
+			limit, _, _ := strings.Cut(said, "\n")
+			if limit != strconv.FormatInt(got, 10) {
+				t.Errorf("GOMEMLIMIT=%q: ParseGoMemLimit = %d, the runtime took %s", in, got, limit)
+			}
+		}
+	}
+}
+
+const (
+	memLimitChildEnv  = "DSBENCH_TEST_MEMLIMIT_CHILD"
+	memLimitChildSays = "runtime memory limit:"
+)
 
 // FuzzParseGoMemLimit: never a panic, and what it accepts is what it
 // gives back when written in bytes.
