@@ -193,6 +193,38 @@ func (e *env) startController(mode plan.BindMode) {
 	})
 }
 
+// whatHolds says, for a failed cleanup, which pods are left in namespaces
+// and whether their nodes still exist: a terminating pod is finalized by
+// kwok while its node exists, and by the pod GC of kube-controller-manager
+// once it does not.
+func (e *env) whatHolds(namespaces []string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	for _, ns := range namespaces {
+		pods, err := e.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			fmt.Fprintf(&b, "  %s: listing pods: %v\n", ns, err)
+			continue
+		}
+		for _, p := range pods.Items {
+			node := kwoktest.PodNode(&p)
+			nodeState := "exists"
+			if _, err := e.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				nodeState = "gone"
+			} else if err != nil {
+				nodeState = err.Error()
+			}
+			fmt.Fprintf(&b, "  pod %s/%s on node %q (%s): phase %s, deletionTimestamp %v, finalizers %v\n",
+				ns, p.Name, node, nodeState, p.Status.Phase, p.DeletionTimestamp, p.Finalizers)
+		}
+		if len(pods.Items) == 0 {
+			fmt.Fprintf(&b, "  %s: no pods left\n", ns)
+		}
+	}
+	return b.String()
+}
+
 func (e *env) cleanup() {
 	t := e.t
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
@@ -217,7 +249,7 @@ func (e *env) cleanup() {
 		return true, nil
 	})
 	if err != nil {
-		t.Errorf("cleanup: namespaces %v not gone within %v", namespaces, cleanupTimeout)
+		t.Errorf("cleanup: namespaces %v not gone within %v; what holds them:\n%s", namespaces, cleanupTimeout, e.whatHolds(namespaces))
 	}
 	if err := kwok.DeleteNodes(ctx, e.client, nodes, 0); err != nil {
 		t.Errorf("cleanup: %v", err)
