@@ -459,35 +459,22 @@ func TestWarmsUp(t *testing.T) {
 // --controller-arg reaches our controller's command line, in the order
 // given and before --sync-delay, and so the report's record of it.
 func TestControllerArgReachesOurController(t *testing.T) {
-	env := isolatedEnv(t)
-	fs := newFlagSet("run", "", env)
-	var f runFlags
-	f.register(fs, env, "both", "")
-	if err := fs.Parse([]string{"--controller-arg=--create-pacing=adaptive", "--controller-arg=--max-create-batch=64", "--sync-delay=1s"}); err != nil {
-		t.Fatal(err)
-	}
-	var e flagErrors
-	f.validate(fs, &e)
-	if len(e) > 0 {
-		t.Fatalf("flag errors: %v", e)
-	}
-	st := &stage{env: env, f: &f}
-	got := st.suite(0, "", "").Controller.ExtraArgs
+	got := suiteOfFlags(t, "both", "--controller-arg=--create-pacing=adaptive", "--controller-arg=--max-create-batch=64", "--sync-delay=1s").Controller.ExtraArgs
 	want := []string{"--create-pacing=adaptive", "--max-create-batch=64", "--sync-delay=1s"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ExtraArgs (-want +got):\n%s", diff)
 	}
 }
 
-// --controller-env reaches our controller's environment, in the order given,
-// and the report's record of ours and ours-direct, not of upstream or the
-// floor.
-func TestControllerEnvReachesOurControllerOnly(t *testing.T) {
+// suiteOfFlags is the suite that run's flags, with the default controllers
+// given, make; it fails the test on a flag error.
+func suiteOfFlags(t *testing.T, controllers string, args ...string) bench.SuiteConfig {
+	t.Helper()
 	env := isolatedEnv(t)
 	fs := newFlagSet("run", "", env)
 	var f runFlags
-	f.register(fs, env, "ours,ours-direct,upstream,floor", "")
-	if err := fs.Parse([]string{"--controller-env=GOMEMLIMIT=100MiB", "--controller-env", "GOGC=50"}); err != nil {
+	f.register(fs, env, controllers, "")
+	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
 	var e flagErrors
@@ -496,7 +483,14 @@ func TestControllerEnvReachesOurControllerOnly(t *testing.T) {
 		t.Fatalf("flag errors: %v", e)
 	}
 	st := &stage{env: env, f: &f}
-	conf := st.suite(0, "", "")
+	return st.suite(0, "", "")
+}
+
+// --controller-env reaches our controller's variables (OursEnv), in the
+// order given, and not the variables every controller gets (Env);
+// bench.TestControllerEnviron shows that only ours and ours-direct get them.
+func TestControllerEnvReachesOurControllerOnly(t *testing.T) {
+	conf := suiteOfFlags(t, "ours,ours-direct,upstream,floor", "--controller-env=GOMEMLIMIT=100MiB", "--controller-env", "GOGC=50")
 	want := []string{"GOMEMLIMIT=100MiB", "GOGC=50"}
 	if diff := cmp.Diff(want, conf.Controller.OursEnv); diff != "" {
 		t.Errorf("OursEnv (-want +got):\n%s", diff)
