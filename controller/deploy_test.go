@@ -245,25 +245,28 @@ func TestDeployManifests(t *testing.T) {
 	})
 }
 
-// checkGoMemLimit: the container tells the Go runtime a soft memory limit
-// (in MiB, as the manifest writes it) between 80 and 95 % of its memory
-// limit, so that the collector works harder before the kernel kills it.
+// checkGoMemLimit: the controller sets the Go runtime's soft memory limit
+// to 80 to 95 % of the container's memory limit, which it reads from its
+// cgroup (--go-memory-limit-ratio), so that the collector works harder
+// before the kernel kills it; no GOMEMLIMIT in env overrides that.
 func checkGoMemLimit(t *testing.T, c corev1.Container) {
 	t.Helper()
-	var value string
 	for _, e := range c.Env {
 		if e.Name == "GOMEMLIMIT" {
-			value = e.Value
+			t.Errorf("env GOMEMLIMIT = %q overrides --go-memory-limit-ratio: a fixed value drifts from the memory limit", e.Value)
 		}
 	}
-	mib, ok := strings.CutSuffix(value, "MiB")
-	n, err := strconv.ParseInt(mib, 10, 64)
-	if !ok || err != nil {
-		t.Errorf("env GOMEMLIMIT = %q, want a count of MiB", value)
-		return
+	if c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("no memory limit: --go-memory-limit-ratio would find none to take a fraction of")
 	}
-	limit := c.Resources.Limits.Memory().Value()
-	if ratio := float64(n<<20) / float64(limit); ratio < 0.8 || ratio > 0.95 {
-		t.Errorf("GOMEMLIMIT %s is %.2f of the memory limit %s, want 0.80 to 0.95", value, ratio, c.Resources.Limits.Memory())
+	var ratio string
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--go-memory-limit-ratio="); ok {
+			ratio = v
+		}
+	}
+	r, err := strconv.ParseFloat(ratio, 64)
+	if err != nil || r < 0.8 || r > 0.95 {
+		t.Errorf("--go-memory-limit-ratio=%q, want 0.80 to 0.95 written out in args", ratio)
 	}
 }

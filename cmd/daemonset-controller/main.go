@@ -118,6 +118,16 @@
 //	                       paths served without a token: each a path, or a
 //	                       prefix ending in *
 //
+// Memory:
+//
+//	--go-memory-limit-ratio 0.9  set the Go runtime's soft memory limit to
+//	                       this fraction of the cgroup's memory limit (the
+//	                       container's), read at start-up from
+//	                       /proc/self/cgroup and the cgroup files (v1 or v2,
+//	                       the tightest limit up to the hierarchy's root); the
+//	                       log says what was set, or why nothing was. 0: off.
+//	                       GOMEMLIMIT in the environment wins
+//
 // Logging: -v N and --vmodule, as klog.
 //
 // Testing only (hidden): --sync-delay D sleeps D in every sync, so that a
@@ -135,6 +145,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -156,6 +167,8 @@ func execute(args []string) int {
 		return 2
 	}
 	defer klog.Flush()
+	logGoMemoryLimit(klog.Background(),
+		applyGoMemoryLimit(o.goMemLimitRatio, os.DirFS("/"), os.LookupEnv, debug.SetMemoryLimit))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -60,6 +60,7 @@ type options struct {
 	batchFactor       int
 	profiling         bool
 	shutdownGraceTime time.Duration
+	goMemLimitRatio   float64
 }
 
 // Defaults. kube-api-qps/burst are higher than kube-controller-manager's
@@ -106,8 +107,13 @@ func newOptions() *options {
 		podUpdateBatch:    controller.DefaultPodUpdateBatch,
 		batchFactor:       controller.DefaultPodUpdateBatchCostFactor,
 		shutdownGraceTime: 10 * time.Second,
+		goMemLimitRatio:   defaultGoMemLimitRatio,
 	}
 }
+
+// defaultGoMemLimitRatio leaves a tenth of the container's memory to what
+// the Go runtime does not count (its own overhead, page tables, fragments).
+const defaultGoMemLimitRatio = 0.9
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Path to a kubeconfig file. Empty: the in-cluster configuration.")
@@ -159,6 +165,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Stretch --pod-update-batch-period for a DaemonSet whose plans take long (many nodes) to this many times its recent planning time, at most 250 ms, so that while its pods' events stream its syncs take a bounded share of a core. 0: the period alone.")
 	fs.BoolVar(&o.profiling, "profiling", o.profiling,
 		"Serve Go's pprof profiles under /debug/pprof/ on --metrics-bind-address (behind its token check with --secure-metrics). Off by default: the plain-HTTP port has no access control.")
+	fs.Float64Var(&o.goMemLimitRatio, "go-memory-limit-ratio", o.goMemLimitRatio,
+		"Set the Go runtime's soft memory limit to this fraction of the memory limit of the process's cgroup (a container's limit), read at start-up, so that the garbage collector works harder as the heap nears it instead of the kernel killing the container. 0: off. GOMEMLIMIT in the environment wins.")
 	fs.DurationVar(&o.shutdownGraceTime, "shutdown-grace-period", o.shutdownGraceTime, "How long HTTP servers get to finish requests on shutdown.")
 	fs.DurationVar(&o.syncDelay, "sync-delay", o.syncDelay, "Testing only: sleep this long in every sync, to check that a bench notices a slow controller.")
 	_ = fs.MarkHidden("sync-delay")
@@ -237,6 +245,9 @@ func (o *options) validate() error {
 	}
 	if o.batchFactor < 0 {
 		bad("pod-update-batch-cost-factor", "must be 0 (off) or positive, got %d", o.batchFactor)
+	}
+	if r := o.goMemLimitRatio; math.IsNaN(r) || r < 0 || r > 1 {
+		bad("go-memory-limit-ratio", "must be 0 (off) or a fraction up to 1, got %v", r)
 	}
 	if o.shutdownGraceTime < 0 {
 		bad("shutdown-grace-period", "must not be negative, got %v", o.shutdownGraceTime)
