@@ -110,6 +110,12 @@ type Config struct {
 	// or a minute since); 0 means DefaultSlowStartInitialBatch, upstream's
 	// 1. After a failure the retries start at one whatever it is.
 	SlowStartInitialBatch int
+	// SlowStartWindow sends a sync's creates under a window instead of in
+	// batches: at most the window in flight, the window starting where the
+	// batch would and growing by one with each create that succeeds, up to
+	// MaxCreateBatch, so that no create waits for the slowest of a batch
+	// (createInWindow). false: upstream's batches.
+	SlowStartWindow bool
 	// AdaptiveCreates paces creates to the API server: a controller-wide
 	// limit on creates in flight, between pacing.DefaultMinLimit and
 	// MaxCreateBatch, that grows while creates are acknowledged about as
@@ -208,6 +214,7 @@ type Controller struct {
 	slowStart   map[string]slowStartResume // DaemonSet key -> where its next creates' slow start begins
 	// slowStartInitial is the first batch when slowStart holds nothing.
 	slowStartInitial int
+	slowStartWindow  bool // Config.SlowStartWindow
 
 	writes     sync.WaitGroup   // pod writes on their way (applyPods)
 	startWrite func(func())     // starts a sync's pod writes: c.writes.Go; tests run them in place
@@ -306,6 +313,7 @@ func NewController(conf Config) (*Controller, error) {
 		burstReplicas:    conf.BurstReplicas,
 		maxCreateBatch:   conf.MaxCreateBatch,
 		slowStartInitial: conf.SlowStartInitialBatch,
+		slowStartWindow:  conf.SlowStartWindow,
 		bindMode:         conf.BindMode,
 		syncDelay:        conf.SyncDelay,
 		expectations:     NewExpectations(conf.Clock, conf.ExpectationsTTL),

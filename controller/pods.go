@@ -84,13 +84,21 @@ func (c *Controller) slowStartFirst(key string) int {
 // batch that succeeded entirely; 0, a failure, makes the next creates start
 // at one until some succeed.
 func (c *Controller) rememberSlowStart(key string, largest int) {
-	c.slowStartMu.Lock()
-	defer c.slowStartMu.Unlock()
 	if largest <= 0 {
+		c.slowStartMu.Lock()
+		defer c.slowStartMu.Unlock()
 		c.slowStart[key] = slowStartResume{size: 1, at: c.clock.Now(), failed: true}
 		return
 	}
-	c.slowStart[key] = slowStartResume{size: min(2*largest, c.maxCreateBatch), at: c.clock.Now()}
+	c.resumeSlowStartAt(key, min(2*largest, c.maxCreateBatch))
+}
+
+// resumeSlowStartAt records that key's next creates, all of its last ones
+// having succeeded, start at size.
+func (c *Controller) resumeSlowStartAt(key string, size int) {
+	c.slowStartMu.Lock()
+	defer c.slowStartMu.Unlock()
+	c.slowStart[key] = slowStartResume{size: size, at: c.clock.Now()}
 }
 
 // forgetSlowStart forgets key's slow start, when its DaemonSet is gone: a
@@ -159,7 +167,11 @@ func (c *Controller) writePods(ctx context.Context, ds *appsv1.DaemonSet, key, h
 			}
 		})
 	}
-	c.createInSlowStart(ctx, ds, key, hash, creates, fail)
+	if c.slowStartWindow {
+		c.createInWindow(ctx, ds, key, hash, creates, fail)
+	} else {
+		c.createInSlowStart(ctx, ds, key, hash, creates, fail)
+	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
@@ -236,17 +248,7 @@ func (c *Controller) createInSlowStart(ctx context.Context, ds *appsv1.DaemonSet
 	if len(nodes) == 0 {
 		return
 	}
-	skip := func(sent int) {
-		c.rememberSlowStart(key, 0)
-		if skipped := len(nodes) - sent; skipped > 0 {
-			// Likely the same error for all (quota, admission): do not
-			// spam the API server.
-			c.logger.V(2).Info("Slow-start failure, skipping remaining creates", "daemonset", klog.KObj(ds), "skipped", skipped)
-			for _, node := range nodes[sent:] {
-				c.expectations.CreationObserved(key, node)
-			}
-		}
-	}
+	skip := func(sent int) { c.skipCreates(ds, key, nodes, sent) }
 	var failed atomic.Bool
 	// streamed: a create of the stream, which is not sent once a failure is
 	// known; a slow-start batch is sent whole, as upstream's.
@@ -302,6 +304,88 @@ func (c *Controller) createInSlowStart(ctx context.Context, ds *appsv1.DaemonSet
 		return
 	}
 	c.rememberSlowStart(key, c.maxCreateBatch)
+}
+
+// skipCreates ends key's creates after a failure: nodes[sent:] were not
+// sent, and are no longer awaited; the next creates start at one.
+func (c *Controller) skipCreates(ds *appsv1.DaemonSet, key string, nodes []string, sent int) {
+	c.rememberSlowStart(key, 0)
+	if skipped := len(nodes) - sent; skipped > 0 {
+		// Likely the same error for all (quota, admission): do not
+		// spam the API server.
+		c.logger.V(2).Info("Slow-start failure, skipping remaining creates", "daemonset", klog.KObj(ds), "skipped", skipped)
+		for _, node := range nodes[sent:] {
+			c.expectations.CreationObserved(key, node)
+		}
+	}
+}
+
+// createInWindow creates a pod on each node with at most a window of
+// creates in flight (Config.SlowStartWindow). The window starts where the
+// batches would (slowStartFirst) and grows by one with each create that
+// succeeds, up to maxCreateBatch: it doubles in a round trip, as the
+// batches do, but a create is sent as soon as one returns, never after the
+// slowest of a batch. The first failure stops the sending, with at most
+// the window sent past it (a batch sends its whole size); the creates not
+// sent are not awaited, and the next creates start at one.
+func (c *Controller) createInWindow(ctx context.Context, ds *appsv1.DaemonSet, key, hash string, nodes []string, fail func(error)) {
+	sent, window, failed := windowed(len(nodes), c.slowStartFirst(key), c.maxCreateBatch, func(i int) error {
+		err := c.createPod(ctx, ds, key, hash, nodes[i])
+		if err != nil {
+			fail(err)
+		}
+		return err
+	})
+	if failed {
+		c.skipCreates(ds, key, nodes, sent)
+		return
+	}
+	c.resumeSlowStartAt(key, window)
+}
+
+// windowed calls call(0), call(1), ... call(n-1) in order, each in a
+// goroutine of its own, with at most window calls in flight: window starts
+// at first (at least 1, at most maxWindow) and grows by one with each call
+// that returns nil, up to maxWindow. After a call fails no more are made.
+// It returns when every call made has returned: how many were made, the
+// window reached, and whether one failed.
+func windowed(n, first, maxWindow int, call func(i int) error) (sent, window int, failed bool) {
+	var (
+		mu       sync.Mutex
+		returned = sync.NewCond(&mu)
+		inFlight int
+		wg       sync.WaitGroup
+	)
+	window = max(min(first, maxWindow), 1)
+	for i := range n {
+		mu.Lock()
+		for inFlight >= window && !failed {
+			returned.Wait()
+		}
+		if failed {
+			mu.Unlock()
+			break
+		}
+		inFlight++
+		mu.Unlock()
+		sent++
+		wg.Go(func() {
+			err := call(i)
+			mu.Lock()
+			inFlight--
+			if err != nil {
+				failed = true
+			} else if window < maxWindow {
+				window++
+			}
+			mu.Unlock()
+			returned.Broadcast()
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	return sent, window, failed
 }
 
 func (c *Controller) createPod(ctx context.Context, ds *appsv1.DaemonSet, key, hash, node string) error {

@@ -41,6 +41,10 @@
 //	                       creates when none ended in the last minute (1:
 //	                       upstream's); after a failed create the retries
 //	                       start at 1 whatever it is
+//	--slow-start batch     "window": creates keep a window in flight that
+//	                       starts as the first batch and grows by one per
+//	                       success, instead of batches that each wait for
+//	                       their slowest create; both stop at a failure
 //	--max-pod-writes-in-flight 0  cap on pod creates and deletes in flight
 //	                       over all DaemonSets; 0: none. About 90 fit in one
 //	                       HTTP/2 connection to kube-apiserver; past that each

@@ -40,6 +40,7 @@ type options struct {
 	podWriteConns   int
 	podWriteStreams int
 	createPacing    string
+	slowStart       string
 	syncDelay       time.Duration
 
 	leaderElect       bool
@@ -92,6 +93,7 @@ func newOptions() *options {
 		maxCreateBatch:    controller.DefaultMaxCreateBatch,
 		slowStartFirst:    controller.DefaultSlowStartInitialBatch,
 		createPacing:      createPacingBatch,
+		slowStart:         slowStartBatch,
 		contentType:       defaultContentType,
 		bindMode:          string(plan.BindScheduler),
 		leaderElect:       true,
@@ -140,6 +142,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Pod writes in flight on each of the --pod-write-connections; keep it under kube-apiserver's streams per connection (--http2-max-streams-per-connection, 100 by default).")
 	fs.StringVar(&o.createPacing, "create-pacing", o.createPacing,
 		`How creates are paced: "batch" sends each sync's slow-start batches at their full size; "adaptive" adds a controller-wide limit on creates in flight (8 to --max-create-batch) that grows while creates are acknowledged fast and shrinks as the API server queues them, leaving it headroom for the scheduler's bindings and the kubelets.`)
+	fs.StringVar(&o.slowStart, "slow-start", o.slowStart,
+		`How a sync's creates start: "batch" sends them in batches of 1, 2, 4, ... each waiting for the one before, as upstream; "window" keeps a window of creates in flight that starts as the first batch would and grows by one with each create that succeeds, so that no create waits for the slowest of a batch. Either stops at the first failure.`)
 	fs.BoolVar(&o.leaderElect, "leader-elect", o.leaderElect, "Elect a leader through a Lease before syncing, so that several replicas can run.")
 	fs.StringVar(&o.leaseName, "leader-elect-resource-name", o.leaseName, "Name of the Lease used for leader election.")
 	fs.StringVar(&o.leaseNamespace, "leader-elect-resource-namespace", o.leaseNamespace,
@@ -212,6 +216,9 @@ func (o *options) validate() error {
 	}
 	if o.createPacing != createPacingBatch && o.createPacing != createPacingAdaptive {
 		bad("create-pacing", "must be %q or %q, got %q", createPacingBatch, createPacingAdaptive, o.createPacing)
+	}
+	if o.slowStart != slowStartBatch && o.slowStart != slowStartWindow {
+		bad("slow-start", "must be %q or %q, got %q", slowStartBatch, slowStartWindow, o.slowStart)
 	}
 	if o.maxCreateBatch < 1 {
 		bad("max-create-batch", "must be at least 1, got %d", o.maxCreateBatch)
@@ -352,6 +359,12 @@ func parse(args []string) (*options, error) {
 	}
 	return o, nil
 }
+
+// Values of --slow-start.
+const (
+	slowStartBatch  = "batch"
+	slowStartWindow = "window"
+)
 
 // Values of --create-pacing.
 const (

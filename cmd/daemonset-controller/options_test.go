@@ -52,6 +52,8 @@ func TestParse(t *testing.T) {
 		{args: []string{"--slow-start-initial-batch=64"}},
 		{args: []string{"--slow-start-initial-batch=0"}, wantErr: "--slow-start-initial-batch"},
 		{args: []string{"--slow-start-initial-batch=300"}, wantErr: "--slow-start-initial-batch"}, // over --max-create-batch
+		{args: []string{"--slow-start=window"}},
+		{args: []string{"--slow-start=tcp"}, wantErr: "--slow-start"},
 		{args: []string{"--max-pod-writes-in-flight=80"}},
 		{args: []string{"--max-pod-writes-in-flight=-1"}, wantErr: "--max-pod-writes-in-flight"},
 		{args: []string{"--pod-write-connections=3", "--pod-write-streams=50"}},

@@ -69,6 +69,7 @@ func run(ctx context.Context, o *options) error {
 		SlowStartInitialBatch:    o.slowStartFirst,
 		MaxPodWritesInFlight:     o.maxPodWrites,
 		AdaptiveCreates:          o.createPacing == createPacingAdaptive,
+		SlowStartWindow:          o.slowStart == slowStartWindow,
 		BindMode:                 plan.BindMode(o.bindMode),
 		Logger:                   logger,
 		SyncDelay:                o.syncDelay,
