@@ -329,6 +329,9 @@ func (c *Controller) skipCreates(ds *appsv1.DaemonSet, key string, nodes []strin
 // the window sent past it (a batch sends its whole size); the creates not
 // sent are not awaited, and the next creates start at one.
 func (c *Controller) createInWindow(ctx context.Context, ds *appsv1.DaemonSet, key, hash string, nodes []string, fail func(error)) {
+	if len(nodes) == 0 {
+		return // a sync of deletes only: the slow start stays as it was
+	}
 	sent, window, failed := windowed(len(nodes), c.slowStartFirst(key), c.maxCreateBatch, func(i int) error {
 		err := c.createPod(ctx, ds, key, hash, nodes[i])
 		if err != nil {
