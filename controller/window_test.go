@@ -81,20 +81,29 @@ func TestWindowedDoesNotWaitForTheSlowest(t *testing.T) {
 	}
 }
 
-// After a failure no more calls are made: at most the window beyond the
-// failing call, and every call before it.
+// After a failure no more calls are made: every call before the failing
+// one, and at most the window beyond it. The calls after the failing one
+// hold until 250 ms after it returned, so that none of them frees a slot
+// before windowed has recorded the failure (calls of a few nanoseconds
+// would otherwise let dozens start while the failing call's goroutine waits
+// to be scheduled; API calls take milliseconds).
 func TestWindowedStopsAtAFailure(t *testing.T) {
 	for _, failAt := range []int{0, 1, 5, 20} {
 		t.Run(fmt.Sprintf("call %d fails", failAt), func(t *testing.T) {
 			const n, maxWindow = 100, 8
 			var mu sync.Mutex
 			var made []int
+			release := make(chan struct{})
 			sent, _, failed := windowed(n, 1, maxWindow, func(i int) error {
 				mu.Lock()
 				made = append(made, i)
 				mu.Unlock()
-				if i == failAt {
+				switch {
+				case i == failAt:
+					time.AfterFunc(250*time.Millisecond, func() { close(release) })
 					return errors.New("exceeded quota")
+				case i > failAt:
+					<-release
 				}
 				return nil
 			})
