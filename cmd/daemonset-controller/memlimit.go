@@ -32,35 +32,11 @@ type cgroupLimit struct {
 // parent's limit binds its children. ok is false when no limit is set, or
 // the process is in no memory cgroup that is mounted.
 func cgroupMemoryLimit(fsys fs.FS) (limit cgroupLimit, ok bool, err error) {
-	cgroups, err := fs.ReadFile(fsys, "proc/self/cgroup")
-	if err != nil {
+	cg, found, err := findMemoryCgroup(fsys)
+	if err != nil || !found {
 		return cgroupLimit{}, false, err
 	}
-	mountinfo, err := fs.ReadFile(fsys, "proc/self/mountinfo")
-	if err != nil {
-		return cgroupLimit{}, false, err
-	}
-	v1Path, v2Path, err := parseProcCgroup(string(cgroups))
-	if err != nil {
-		return cgroupLimit{}, false, fmt.Errorf("/proc/self/cgroup: %w", err)
-	}
-	mounts, err := parseCgroupMounts(string(mountinfo))
-	if err != nil {
-		return cgroupLimit{}, false, fmt.Errorf("/proc/self/mountinfo: %w", err)
-	}
-	// A hybrid host mounts both; the memory controller is in v1 there.
-	var dir, top string
-	var files []string
-	switch {
-	case v1Path != "" && mounts.v1Memory != nil:
-		dir, top = mounts.v1Memory.dirOf(v1Path), mounts.v1Memory.point
-		files = []string{"memory.limit_in_bytes"}
-	case v2Path != "" && mounts.v2 != nil:
-		dir, top = mounts.v2.dirOf(v2Path), mounts.v2.point
-		files = []string{"memory.max", "memory.high"}
-	default:
-		return cgroupLimit{}, false, nil
-	}
+	dir, top, files := cg.dir, cg.top, cg.limitFiles
 	for {
 		for _, name := range files {
 			file := path.Join(dir, name)
@@ -84,6 +60,43 @@ func cgroupMemoryLimit(fsys fs.FS) (limit cgroupLimit, ok bool, err error) {
 		}
 		dir = path.Dir(dir)
 	}
+}
+
+// memoryCgroup is where the process's memory cgroup is: its directory, the
+// mount point of its hierarchy (the walk's top), and its limit files.
+type memoryCgroup struct {
+	dir, top   string
+	limitFiles []string
+}
+
+// findMemoryCgroup finds the process's memory cgroup from /proc/self/cgroup
+// and /proc/self/mountinfo in fsys; found is false when it is in none that
+// is mounted.
+func findMemoryCgroup(fsys fs.FS) (cg memoryCgroup, found bool, err error) {
+	cgroups, err := fs.ReadFile(fsys, "proc/self/cgroup")
+	if err != nil {
+		return memoryCgroup{}, false, err
+	}
+	mountinfo, err := fs.ReadFile(fsys, "proc/self/mountinfo")
+	if err != nil {
+		return memoryCgroup{}, false, err
+	}
+	v1Path, v2Path, err := parseProcCgroup(string(cgroups))
+	if err != nil {
+		return memoryCgroup{}, false, fmt.Errorf("/proc/self/cgroup: %w", err)
+	}
+	mounts, err := parseCgroupMounts(string(mountinfo))
+	if err != nil {
+		return memoryCgroup{}, false, fmt.Errorf("/proc/self/mountinfo: %w", err)
+	}
+	// A hybrid host mounts both; the memory controller is in v1 there.
+	switch {
+	case v1Path != "" && mounts.v1Memory != nil:
+		return memoryCgroup{mounts.v1Memory.dirOf(v1Path), mounts.v1Memory.point, []string{"memory.limit_in_bytes"}}, true, nil
+	case v2Path != "" && mounts.v2 != nil:
+		return memoryCgroup{mounts.v2.dirOf(v2Path), mounts.v2.point, []string{"memory.max", "memory.high"}}, true, nil
+	}
+	return memoryCgroup{}, false, nil
 }
 
 // parseProcCgroup returns the process's memory cgroup path in v1 and its

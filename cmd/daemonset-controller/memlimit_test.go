@@ -345,28 +345,14 @@ func runInCgroup(procs string) {
 // limit's file; it skips the test where it cannot.
 func makeTestMemoryCgroup(t *testing.T, limit int64) (dir, file string) {
 	t.Helper()
-	cgroups, err1 := os.ReadFile("/proc/self/cgroup")
-	mountinfo, err2 := os.ReadFile("/proc/self/mountinfo")
-	if err1 != nil || err2 != nil {
-		t.Skipf("no /proc/self/cgroup or mountinfo: %v %v", err1, err2)
-	}
-	v1Path, v2Path, err := parseProcCgroup(string(cgroups))
+	cg, found, err := findMemoryCgroup(os.DirFS("/"))
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("no /proc/self/cgroup or mountinfo to read: %v", err)
 	}
-	mounts, err := parseCgroupMounts(string(mountinfo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var parent, limitFile string
-	switch {
-	case v1Path != "" && mounts.v1Memory != nil:
-		parent, limitFile = mounts.v1Memory.dirOf(v1Path), "memory.limit_in_bytes"
-	case v2Path != "" && mounts.v2 != nil:
-		parent, limitFile = mounts.v2.dirOf(v2Path), "memory.max"
-	default:
+	if !found {
 		t.Skip("the process is in no mounted memory cgroup")
 	}
+	parent, limitFile := cg.dir, cg.limitFiles[0] // v1's limit_in_bytes or v2's max
 	dir = filepath.Join(parent, fmt.Sprintf("dsbench-test-%d", os.Getpid()))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Skipf("cannot make a cgroup (needs root, or a delegated cgroup): %v", err)
