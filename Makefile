@@ -90,13 +90,14 @@ verify: ## gofmt, go vet, and go mod tidy leaving no diff.
 # Minimizing a new input may otherwise take a minute of a short run.
 FUZZ_FLAGS = -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 5s
 
-fuzz: ## Fuzz the planner, the scenario and manifest loaders, the audit log check, and the cgroup reader, for FUZZTIME each (default 30s).
+fuzz: ## Fuzz the planner, the scenario and manifest loaders, the audit log check, the cgroup reader, and the event correlator against client-go's, for FUZZTIME each (default 30s).
 	$(GO) test ./controller/plan -run '^$$' -fuzz FuzzComputeInvariants $(FUZZ_FLAGS)
 	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzLoad$$' $(FUZZ_FLAGS)
 	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzManifest$$' $(FUZZ_FLAGS)
 	$(GO) test ./bench/audit -run '^$$' -fuzz '^FuzzDecode$$' $(FUZZ_FLAGS)
 	$(GO) test ./bench/audit -run '^$$' -fuzz '^FuzzCheckAgreesWithReference$$' $(FUZZ_FLAGS)
 	$(GO) test ./cmd/daemonset-controller -run '^$$' -fuzz '^FuzzCgroupMemoryLimit$$' $(FUZZ_FLAGS)
+	$(GO) test ./controller/internal/eventsink -run '^$$' -fuzz '^FuzzCorrelatorAsClientGo$$' $(FUZZ_FLAGS)
 
 clean: cleanup-test-clusters ## Stop clusters and remove build outputs and reports (keeps the control-plane cache).
 	@$(CACHE)/dsbench cluster down --all 2>/dev/null || true

@@ -26,6 +26,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/dsbench/dsbench/controller/internal/eventsink"
 	"github.com/dsbench/dsbench/controller/internal/pacing"
 	"github.com/dsbench/dsbench/controller/plan"
 )
@@ -466,8 +467,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logger)
 	if c.broadcaster != nil {
 		c.broadcaster.StartStructuredLogging(3)
-		c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
+		// Not StartRecordingToSink: the same writes, with the count patches
+		// built only for events the spam filter lets through (eventsink).
+		writer := eventsink.NewWriter(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")}, clock.RealClock{})
+		sinkCtx, stopSink := context.WithCancel(ctx)
+		c.broadcaster.StartEventWatcher(func(e *corev1.Event) { writer.Write(sinkCtx, e) })
 		defer c.broadcaster.Shutdown()
+		defer stopSink() // first: a write waiting to retry gives up
 	}
 	defer c.queue.ShutDown()
 	defer c.nodeQueue.ShutDown()

@@ -2063,3 +2063,40 @@ func TestIntegrationObservedGenerationNeverDecreases(t *testing.T) {
 	}
 	t.Logf("%d writes seen, observedGeneration %d..%d", len(history), history[0].obs, history[len(history)-1].obs)
 }
+
+// ---------------------------------------------------------------------------
+// 11. Events reach the API server as client-go's recorder sends them.
+
+// TestIntegrationEventsCombinedAsClientGo: a create of 14 pods is recorded
+// as nine "Created pod" events and a tenth, combined, whose count a real API
+// server raised to 5 through the count patches eventsink builds.
+func TestIntegrationEventsCombinedAsClientGo(t *testing.T) {
+	e := newEnv(t)
+	ns := e.namespace("it-events")
+	pool := kwok.NodePool{Prefix: "events", Count: 14}
+	nodes := e.addNodes(pool)
+	e.waitSchedulable(nodes...)
+	ds := e.createDS(newDS(ns, "agent", pool.Prefix))
+	e.waitConverged(ns, ds.Name, converged{nodes: nodes})
+
+	const combined = "(combined from similar events): Created pod: "
+	e.waitFor(30*time.Second, "nine events and a combined one of count 5", func(ctx context.Context) (bool, string, error) {
+		evs, err := e.events(ctx, ds, controller.SuccessfulCreateReason)
+		if err != nil {
+			return false, "", err
+		}
+		single, counts := 0, []int32{}
+		for _, ev := range evs {
+			switch {
+			case strings.HasPrefix(ev.Message, combined):
+				counts = append(counts, ev.Count)
+			case strings.HasPrefix(ev.Message, "Created pod: ") && ev.Count == 1:
+				single++
+			default:
+				return false, "", fmt.Errorf("event %s: message %q, count %d", ev.Name, ev.Message, ev.Count)
+			}
+		}
+		return single == 9 && len(counts) == 1 && counts[0] == 5,
+			fmt.Sprintf("%d single events, combined ones with counts %v", single, counts), nil
+	})
+}
