@@ -236,7 +236,7 @@ func FuzzCorrelatorAsClientGo(f *testing.F) {
 	pauses := []time.Duration{0, time.Millisecond, time.Second, 12 * time.Second, 300 * time.Second, 301 * time.Second, 601 * time.Second, time.Hour}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var steps []step
-		for i := 0; i+2 < len(data) && len(steps) < 2000; i += 3 {
+		for i := 0; i+2 < len(data) && len(steps) < 400; i += 3 {
 			steps = append(steps, step{
 				pause:  pauses[int(data[i])%len(pauses)],
 				obj:    int(data[i+1]) % 3,
