@@ -61,7 +61,7 @@ func TestWriter(t *testing.T) {
 	invalid := apierrors.NewBadRequest("no")
 	terminating := apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "x", errors.New("namespace is terminating"))
 	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
-	quarter := 2500 * time.Millisecond
+	quarter := 2500 * time.Millisecond // a quarter of client-go's 10 s
 
 	for _, tc := range []struct {
 		name       string
@@ -87,11 +87,11 @@ func TestWriter(t *testing.T) {
 		{name: "a transport error is tried again, the first pause drawn", events: 1, errs: []error{transport, transport},
 			wantCalls:  []string{"create rv= count=1", "create rv= count=1", "create rv= count=1"},
 			wantPauses: []time.Duration{quarter, retryDelay}},
-		{name: "twelve tries at most", events: 1, errs: repeatErr(transport, 20),
-			wantCalls:  repeatString("create rv= count=1", maxTries),
-			wantPauses: append([]time.Duration{quarter}, repeatDuration(retryDelay, maxTries-2)...)},
-		{name: "a shutdown ends the tries", events: 1, errs: repeatErr(transport, 20), stopAfter: 2,
-			wantCalls:  repeatString("create rv= count=1", 2),
+		{name: "twelve tries at most", events: 1, errs: slices.Repeat([]error{transport}, 20),
+			wantCalls:  slices.Repeat([]string{"create rv= count=1"}, 12),
+			wantPauses: append([]time.Duration{quarter}, slices.Repeat([]time.Duration{10 * time.Second}, 10)...)},
+		{name: "a shutdown ends the tries", events: 1, errs: slices.Repeat([]error{transport}, 20), stopAfter: 2,
+			wantCalls:  slices.Repeat([]string{"create rv= count=1"}, 2),
 			wantPauses: []time.Duration{quarter, retryDelay}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,28 +123,4 @@ func TestWriterSkipsWhatTheFilterDrops(t *testing.T) {
 	if len(sink.calls) != spamBurst {
 		t.Fatalf("%d writes, want %d: %q", len(sink.calls), spamBurst, sink.calls)
 	}
-}
-
-func repeatErr(err error, n int) []error {
-	out := make([]error, n)
-	for i := range out {
-		out[i] = err
-	}
-	return out
-}
-
-func repeatString(s string, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = s
-	}
-	return out
-}
-
-func repeatDuration(d time.Duration, n int) []time.Duration {
-	out := make([]time.Duration, n)
-	for i := range out {
-		out[i] = d
-	}
-	return out
 }
