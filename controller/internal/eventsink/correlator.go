@@ -23,9 +23,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 )
@@ -33,29 +32,21 @@ import (
 // client-go's defaults (tools/record/events_cache.go), which the
 // controller never changed.
 const (
-	cacheEntries       = 4096
-	aggregateMaxEvents = 10
-	aggregateInterval  = 600 * time.Second
-	spamBurst          = 25
-	spamQPS            = 1. / 300.
-	combinedPrefix     = "(combined from similar events): "
+	cacheEntries             = 4096
+	aggregateMaxEvents       = 10
+	aggregateIntervalSeconds = 600
+	spamBurst                = 25
+	spamQPS                  = 1. / 300.
 )
 
 // Correlator decides what to write for each event. Safe for concurrent use.
 type Correlator struct {
-	clock clock.PassiveClock
-
-	mu         sync.Mutex
-	aggregates *lru.Cache // aggregate key → aggregate
+	mu sync.Mutex
+	// client-go's own aggregator and spam filter; only its count keeping
+	// (an unexported eventLogger, which builds the patch) is done here.
+	aggregator *record.EventAggregator
+	spam       *record.EventSourceObjectSpamFilter
 	observed   *lru.Cache // event key → observation
-	spam       *lru.Cache // spam key → flowcontrol.PassiveRateLimiter
-}
-
-// aggregate is what one object's events of one reason were, within the
-// aggregation interval: their distinct messages, and the latest's time.
-type aggregate struct {
-	messages sets.Set[string]
-	last     time.Time
 }
 
 // observation is what was last decided for an event key, written or not.
@@ -77,10 +68,10 @@ type Result struct {
 // NewCorrelator returns a Correlator reading time from clk.
 func NewCorrelator(clk clock.PassiveClock) *Correlator {
 	return &Correlator{
-		clock:      clk,
-		aggregates: lru.New(cacheEntries),
-		observed:   lru.New(cacheEntries),
-		spam:       lru.New(cacheEntries),
+		aggregator: record.NewEventAggregator(cacheEntries, record.EventAggregatorByReasonFunc,
+			record.EventAggregatorByReasonMessageFunc, aggregateMaxEvents, aggregateIntervalSeconds, clk),
+		spam:     record.NewEventSourceObjectSpamFilter(cacheEntries, spamBurst, spamQPS, clk, spamKey),
+		observed: lru.New(cacheEntries),
 	}
 }
 
@@ -92,13 +83,13 @@ func (c *Correlator) Correlate(e *corev1.Event) (Result, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	event, key := c.aggregate(e)
+	event, key := c.aggregator.EventAggregate(e)
 	if event == e {
 		copied := *e
 		event = &copied
 	}
 	repeat := c.observe(event, key)
-	if !c.accept(event) {
+	if c.spam.Filter(event) {
 		return Result{Skip: true}, nil
 	}
 	if !repeat {
@@ -117,44 +108,6 @@ func (c *Correlator) Recorded(e *corev1.Event) {
 	c.observed.Add(eventKey(e), observation{
 		count: e.Count, first: e.FirstTimestamp, name: e.Name, resourceVersion: e.ResourceVersion,
 	})
-}
-
-// aggregate returns e, or once an object has had aggregateMaxEvents distinct
-// messages of one reason within the interval, a new "combined" event; and
-// the key its count is kept under.
-func (c *Correlator) aggregate(e *corev1.Event) (*corev1.Event, string) {
-	now := metav1.NewTime(c.clock.Now())
-	aggKey, message := aggregateKey(e), e.Message
-	var agg aggregate
-	if v, ok := c.aggregates.Get(aggKey); ok {
-		agg = v.(aggregate)
-	}
-	if now.Sub(agg.last) > aggregateInterval {
-		agg = aggregate{messages: sets.New[string]()}
-	}
-	agg.messages.Insert(message)
-	agg.last = now.Time
-	c.aggregates.Add(aggKey, agg)
-	if agg.messages.Len() < aggregateMaxEvents {
-		return e, eventKey(e)
-	}
-	// Make room, so that the next distinct message is combined too. Which
-	// one leaves is arbitrary, in client-go as here.
-	agg.messages.PopAny()
-	return &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      fmt.Sprintf("%v.%x", e.InvolvedObject.Name, now.UnixNano()),
-			Namespace: e.Namespace,
-		},
-		Count:          1,
-		FirstTimestamp: now,
-		InvolvedObject: e.InvolvedObject,
-		LastTimestamp:  now,
-		Message:        combinedPrefix + e.Message,
-		Type:           e.Type,
-		Reason:         e.Reason,
-		Source:         e.Source,
-	}, aggKey
 }
 
 // observe makes event, in place, the next occurrence of what key last saw
@@ -177,21 +130,6 @@ func (c *Correlator) observe(event *corev1.Event, key string) (repeat bool) {
 	return last.count > 0
 }
 
-// accept takes a token from the object's bucket: spamBurst at first, then
-// one every 1/spamQPS seconds.
-func (c *Correlator) accept(e *corev1.Event) bool {
-	key := spamKey(e)
-	var bucket flowcontrol.PassiveRateLimiter
-	if v, ok := c.spam.Get(key); ok {
-		bucket = v.(flowcontrol.PassiveRateLimiter)
-	} else {
-		bucket = flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(spamQPS, spamBurst, c.clock)
-	}
-	ok := bucket.TryAccept()
-	c.spam.Add(key, bucket)
-	return ok
-}
-
 // countPatch is the strategic merge patch from the event as first written
 // (no count, last time or message) to event, as client-go builds it.
 func countPatch(event *corev1.Event) ([]byte, error) {
@@ -210,7 +148,8 @@ func countPatch(event *corev1.Event) ([]byte, error) {
 	return strategicpatch.CreateTwoWayMergePatch(oldData, newData, event)
 }
 
-// The keys are client-go's, fields joined without a separator.
+// The keys are client-go's (unexported there), fields joined without a
+// separator.
 
 func eventKey(e *corev1.Event) string {
 	return strings.Join([]string{
@@ -218,15 +157,6 @@ func eventKey(e *corev1.Event) string {
 		e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.InvolvedObject.FieldPath,
 		string(e.InvolvedObject.UID), e.InvolvedObject.APIVersion,
 		e.Type, e.Reason, e.Message,
-	}, "")
-}
-
-func aggregateKey(e *corev1.Event) string {
-	return strings.Join([]string{
-		e.Source.Component, e.Source.Host,
-		e.InvolvedObject.Kind, e.InvolvedObject.Namespace, e.InvolvedObject.Name,
-		string(e.InvolvedObject.UID), e.InvolvedObject.APIVersion,
-		e.Type, e.Reason, e.ReportingController, e.ReportingInstance,
 	}, "")
 }
 

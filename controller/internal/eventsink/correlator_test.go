@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,10 @@ var reasons = []struct{ typ, reason string }{
 	{corev1.EventTypeWarning, "FailedCreate"},
 	{corev1.EventTypeWarning, "HashCollision"},
 }
+
+// combinedPrefix starts a combined event's message (client-go's
+// EventAggregatorByReasonMessageFunc).
+const combinedPrefix = "(combined from similar events): "
 
 // tally counts what a stream exercised, so that a stream that never
 // reached the interesting cases fails instead of passing.
@@ -82,7 +87,7 @@ func playBoth(t *testing.T, steps []step) tally {
 		if have.Patch != nil {
 			got.patched++
 		}
-		if len(have.Event.Message) > len(combinedPrefix) && have.Event.Message[:len(combinedPrefix)] == combinedPrefix {
+		if strings.HasPrefix(have.Event.Message, combinedPrefix) {
 			got.combined++
 		}
 		if s.fail {
@@ -132,7 +137,7 @@ func newMessageBook() *messageBook {
 
 func (b *messageBook) message(now time.Time, s step) string {
 	k := [2]int{s.obj, s.reason}
-	if now.Sub(b.last[k]) > aggregateInterval {
+	if now.Sub(b.last[k]) > aggregateIntervalSeconds*time.Second {
 		b.seen[k], b.mixed[k] = nil, false
 	}
 	b.last[k] = now
