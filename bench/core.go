@@ -101,7 +101,9 @@ type pendingBarrier struct {
 
 type stepRecord struct {
 	name, kind string
-	start      time.Time
+	// began is when the step began to write, start when the API had
+	// acknowledged its writes (the step's time counts from it).
+	began, start time.Time
 	// skipped are chosen nodes that a concurrent leave or replace deleted
 	// before this step reached them.
 	skipped  []string
@@ -320,12 +322,12 @@ func (c *Core) CloseExpectations(now time.Time) {
 	}
 }
 
-// StepAcked records a step whose writes the API acknowledged at ack and
+// StepAcked records a step begun at began whose writes the API acknowledged at ack and
 // registers, for each DaemonSet that exists or was just touched, a barrier
 // that completes when the oracle sees it converged after the step's write
 // became visible. It returns those DaemonSets, sorted.
-func (c *Core) StepAcked(name, kind string, ack time.Time, vis visibility, skipped []string) []string {
-	rec := stepRecord{name: name, kind: kind, start: ack, skipped: skipped}
+func (c *Core) StepAcked(name, kind string, began, ack time.Time, vis visibility, skipped []string) []string {
+	rec := stepRecord{name: name, kind: kind, began: began, start: ack, skipped: skipped}
 	idx := len(c.steps)
 	keys := map[string]bool{}
 	for ref := range c.dss {
@@ -664,6 +666,11 @@ func (c *Core) Finish(run reports.Run, in FinishInput) reports.Run {
 			Expected: ro.PeakUnavailable > ro.AllowedAtPeak && c.expectedDuring(scenarios.MaxUnavailableExceeded, ro.DaemonSet, ro.Start, end),
 		})
 	}
+	for _, r := range c.checker.NodeRepairs() {
+		if rep, ok := repair(r); ok {
+			run.Repairs = append(run.Repairs, reports.Repair{Step: repairStep(c.steps, run.Steps, r.Deleted), Replacement: rep})
+		}
+	}
 	for _, w := range c.checker.PodGCWaits() {
 		if !w.PodsGone.IsZero() {
 			run.PodGCWaits = append(run.PodGCWaits, reports.NodeLatency{Node: w.Node, Seconds: w.PodsGone.Sub(w.NodeDeleted).Seconds()})
@@ -707,6 +714,31 @@ func (c *Core) rolloutStep(ro oracle.Rollout) string {
 		}
 	}
 	return name
+}
+
+// repairStep names, as the step metrics do (reports.StepKey), the last
+// pods step of recs that began before a repair's deletion was seen (its
+// deletions are seen before the API has acknowledged all of them); "" if
+// none. steps are the run's steps, one for each of recs.
+func repairStep(recs []stepRecord, steps []reports.Step, deleted time.Time) string {
+	key := ""
+	for i, rec := range recs {
+		if rec.kind == string(scenarios.KindPods) && !rec.began.After(deleted) && i < len(steps) {
+			key = reports.StepKey(steps, i)
+		}
+	}
+	return key
+}
+
+// repair splits a measured repair as replacement does a rollout's node; a
+// pod created before the deleted one was gone (not a replacement in this
+// sense) is left out.
+func repair(r oracle.NodeRepair) (reports.Replacement, bool) {
+	if !r.Measured() || r.Created.Before(r.Vanished) {
+		return reports.Replacement{}, false
+	}
+	return reports.Replacement{Node: r.Node, Deleting: r.Vanished.Sub(r.Deleted).Seconds(),
+		Recreating: r.Created.Sub(r.Vanished).Seconds(), Starting: r.Available.Sub(r.Created).Seconds()}, true
 }
 
 // harnessStats summarizes the harness's own lag.

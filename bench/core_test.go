@@ -282,7 +282,7 @@ func (d *driver) run(b *block) string {
 		if len(all) > 0 {
 			vis[""] = oracle.AllOf(all...)
 		}
-		keys := d.core.StepAcked(a["name"], a["kind"], d.at(a["t"]), vis, list(a["skipped"]))
+		keys := d.core.StepAcked(a["name"], a["kind"], d.at(a["t"]), d.at(a["t"]), vis, list(a["skipped"]))
 		if len(keys) == 0 {
 			keys = []string{"none"}
 		}

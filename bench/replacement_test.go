@@ -106,3 +106,70 @@ func TestNodeRolloutSecondsCountFromTheNodesTurn(t *testing.T) {
 		})
 	}
 }
+
+func TestRepairSplitsOnlyReplacedPods(t *testing.T) {
+	_, at := rolloutClock()
+	tests := []struct {
+		name   string
+		repair oracle.NodeRepair
+		want   reports.Replacement
+		ok     bool
+	}{
+		{
+			name:   "deleted, gone, recreated, available",
+			repair: oracle.NodeRepair{Node: "n", Deleted: at(1), Vanished: at(1.5), Created: at(2.25), Ready: at(3), Available: at(4)},
+			want:   reports.Replacement{Node: "n", Deleting: 0.5, Recreating: 0.75, Starting: 1.75},
+			ok:     true,
+		},
+		{
+			name:   "created while the deleted pod was still terminating",
+			repair: oracle.NodeRepair{Node: "n", Deleted: at(1), Vanished: at(3), Created: at(2), Available: at(4)},
+		},
+		{
+			name:   "the node went first",
+			repair: oracle.NodeRepair{Node: "n", Deleted: at(1), Vanished: at(1.5), Ended: at(2), EndedBy: oracle.RepairNodeGone},
+		},
+		{
+			name:   "not available yet",
+			repair: oracle.NodeRepair{Node: "n", Deleted: at(1), Vanished: at(1.5), Created: at(2), Ready: at(3)},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := repair(tc.repair)
+			if ok != tc.ok {
+				t.Fatalf("ok = %v, want %v", ok, tc.ok)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("repair (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRepairStepIsTheLastPodsStepBefore: a repair belongs to the last pods
+// step that began before its deletion, acknowledged or not, named as the
+// step metrics name it (a repeated name numbered).
+func TestRepairStepIsTheLastPodsStepBefore(t *testing.T) {
+	_, at := rolloutClock()
+	// Each step's writes acknowledged 2 s after it began.
+	recs := []stepRecord{
+		{name: "create", kind: "create", began: at(0), start: at(2)},
+		{name: "repair", kind: "pods", began: at(10), start: at(12)},
+		{name: "wait", kind: "waitConverged", began: at(13), start: at(13)},
+		{name: "repair", kind: "pods", began: at(20), start: at(22)},
+		{name: "update", kind: "update", began: at(30), start: at(32)},
+	}
+	steps := make([]reports.Step, len(recs))
+	for i, r := range recs {
+		steps[i] = reports.Step{Name: r.name, Kind: r.kind, Start: r.start}
+	}
+	for _, tc := range []struct {
+		deleted float64
+		want    string
+	}{{5, ""}, {10, "repair"}, {15, "repair"}, {20.5, "repair#2"}, {21.9, "repair#2"}, {35, "repair#2"}} {
+		if got := repairStep(recs, steps, at(tc.deleted)); got != tc.want {
+			t.Errorf("deleted at %v s: step %q, want %q", tc.deleted, got, tc.want)
+		}
+	}
+}

@@ -70,7 +70,7 @@ func (s *runState) step(ctx context.Context, st *scenarios.Step) error {
 		sort.Strings(skipped)
 		s.progress("step %s: %d chosen nodes left before the step reached them (%s)", name, len(skipped), strings.Join(skipped, ", "))
 	}
-	s.do(func() { s.core.StepAcked(name, string(st.Kind()), ack, vis, skipped) })
+	s.do(func() { s.core.StepAcked(name, string(st.Kind()), start, ack, vis, skipped) })
 	return nil
 }
 

@@ -107,7 +107,7 @@ func (s *streamSim) play(nodes int) {
 			s.ds = next
 			s.emit(oracle.Modified, s.ds)
 			// A barrier, as a step's ack adds: the journal leaves it out.
-			s.core.StepAcked("roll", "update", s.now, visibility{"default/agent": oracle.GenerationObserved("default/agent", 2)}, nil)
+			s.core.StepAcked("roll", "update", s.now, s.now, visibility{"default/agent": oracle.GenerationObserved("default/agent", 2)}, nil)
 		case at > 40*time.Second && s.settled():
 			s.finishAfter(12 * time.Second)
 			return

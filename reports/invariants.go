@@ -82,7 +82,7 @@ func checkRun(run *Run) []Finding {
 	}
 	for i, s := range run.Steps {
 		if !s.Converged && !s.ExpectedNotConverged {
-			add(SeverityFail, CheckNotConverged, "step %q (%s) did not converge within %ss", stepKey(run.Steps, i), s.Kind, fmtDecimal(s.Seconds))
+			add(SeverityFail, CheckNotConverged, "step %q (%s) did not converge within %ss", StepKey(run.Steps, i), s.Kind, fmtDecimal(s.Seconds))
 		}
 	}
 	for _, ro := range run.Rollouts {

@@ -110,3 +110,30 @@ func TestJoinAccountNote(t *testing.T) {
 		}
 	}
 }
+
+// The per-node table splits the repairs, pooled over the runs, into the
+// cluster's and the controller's shares.
+func TestRepairRows(t *testing.T) {
+	r := newReport([]float64{1, 1}, []float64{1})
+	for i := range r.Runs {
+		r.Runs[i].Repairs = []Repair{
+			{Step: "repair", Replacement: Replacement{Node: "a", Deleting: 1.5, Recreating: 0.25, Starting: 2}},
+			{Step: "repair", Replacement: Replacement{Node: "b", Deleting: 0.5, Recreating: 0.75, Starting: 1}},
+		}
+	}
+	a := &analysis{r: r, groups: Groups(r)}
+	tbl, ok := a.nodeLatencyTable()
+	if !ok {
+		t.Fatal("no per-node table")
+	}
+	md := tbl.markdown("")
+	for _, want := range []string{
+		"| s (nodes=100) | repaired: terminating → gone (cluster) | ours | 4 | 1.00 | 1.50 | 1.50 | 1.50 |",
+		"| s (nodes=100) | repaired: gone → new pod (controller) | ours | 4 | 0.500 | 0.750 | 0.750 | 0.750 |",
+		"| s (nodes=100) | repaired: new pod → available (cluster) | upstream | 2 | 1.50 | 2.00 | 2.00 | 2.00 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("per-node table lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -60,6 +60,24 @@ func podsExistMetric(stepKey string) Metric {
 	return stepMetric(stepKey + " (pods exist)")
 }
 
+// repairMetric is the median over a pods step's repaired nodes of the
+// controller's share, from the deleted pod gone to the new pod seen
+// (reports.Repair): the step's time without kwok's finalizing and starting.
+func repairMetric(stepKey string) Metric {
+	return stepMetric(stepKey + " (gone to new pod, median)")
+}
+
+// repairSeconds are the controller's shares of the step's repairs.
+func repairSeconds(run *Run, stepKey string) []float64 {
+	var xs []float64
+	for _, r := range run.Repairs {
+		if r.Step == stepKey {
+			xs = append(xs, r.Recreating)
+		}
+	}
+	return xs
+}
+
 func verbMetric(verb string) Metric {
 	return Metric{Key: verbPrefix + verb, Label: "requests " + verb}
 }
@@ -150,9 +168,12 @@ func RunMetrics(run *Run) []MetricValue {
 		}
 		for i, s := range run.Steps {
 			if s.Converged {
-				add(stepMetric(stepKey(run.Steps, i)), s.Seconds)
+				add(stepMetric(StepKey(run.Steps, i)), s.Seconds)
 				if s.Kind == "create" && s.PodsExistSeconds != nil { // scenarios.KindCreate
-					add(podsExistMetric(stepKey(run.Steps, i)), *s.PodsExistSeconds)
+					add(podsExistMetric(StepKey(run.Steps, i)), *s.PodsExistSeconds)
+				}
+				if xs := repairSeconds(run, StepKey(run.Steps, i)); len(xs) > 0 {
+					add(repairMetric(StepKey(run.Steps, i)), Median(xs))
 				}
 			}
 		}
@@ -233,8 +254,8 @@ func RunMetrics(run *Run) []MetricValue {
 	return out
 }
 
-// stepKey names step i, numbering repeated names (name#2) so each stays distinct.
-func stepKey(steps []Step, i int) string {
+// StepKey names step i, numbering repeated names (name#2) so each stays distinct.
+func StepKey(steps []Step, i int) string {
 	n := 1
 	for j := range i {
 		if steps[j].Name == steps[i].Name {
@@ -306,6 +327,8 @@ type Group struct {
 	// rollouts' replacements of the same runs.
 	NodeJoins, NodeRollouts []float64
 	Replacements            []Replacement
+	// Repairs pool the pods steps' repairs of the same runs.
+	Repairs []Replacement
 }
 
 // Failed counts the failed runs of the group.
@@ -389,6 +412,9 @@ func fillSeries(g *Group) {
 			g.NodeRollouts = append(g.NodeRollouts, nodeRolloutSeconds(run)...)
 			for _, ro := range run.Rollouts {
 				g.Replacements = append(g.Replacements, ro.Replacements...)
+			}
+			for _, r := range run.Repairs {
+				g.Repairs = append(g.Repairs, r.Replacement)
 			}
 		}
 	}

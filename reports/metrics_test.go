@@ -70,6 +70,24 @@ func TestRunMetrics(t *testing.T) {
 	several.NodeJoins, several.Violations, several.Availability, several.APIRequests, several.Extra = nil, nil, nil, nil, nil
 	several.Resources = Resources{}
 
+	// Repairs: the median of each converged pods step's controller share,
+	// by the step's key; none for a step that timed out.
+	repaired := several
+	repaired.Rollouts = nil
+	repaired.Steps = []Step{
+		{Name: "create", Kind: "create", Converged: true, Seconds: 2},
+		{Name: "repair", Kind: "pods", Converged: true, Seconds: 3},
+		{Name: "repair", Kind: "pods", Converged: true, Seconds: 4},
+		{Name: "late", Kind: "pods", Converged: false, Seconds: 300},
+	}
+	repaired.Repairs = []Repair{
+		{Step: "repair", Replacement: Replacement{Node: "a", Deleting: 1, Recreating: 0.5, Starting: 1}},
+		{Step: "repair#2", Replacement: Replacement{Node: "a", Recreating: 0.2}},
+		{Step: "repair#2", Replacement: Replacement{Node: "b", Recreating: 0.9}},
+		{Step: "repair#2", Replacement: Replacement{Node: "c", Recreating: 0.4}},
+		{Step: "late", Replacement: Replacement{Node: "c", Recreating: 7}},
+	}
+
 	tests := []struct {
 		name string
 		run  Run
@@ -85,6 +103,10 @@ func TestRunMetrics(t *testing.T) {
 		{name: "pods exist and slowest rollout", run: several, want: map[string]float64{
 			"step:create": 2, "step:create (pods exist)": 0.75, "step:update": 5,
 			"rollout": 10.5, "rollout-slowest": 6, "violations": 0,
+		}},
+		{name: "repairs", run: repaired, want: map[string]float64{
+			"step:create": 2, "step:repair": 3, "step:repair (gone to new pod, median)": 0.5,
+			"step:repair#2": 4, "step:repair#2 (gone to new pod, median)": 0.4, "violations": 0,
 		}},
 		{name: "failed", run: failed, want: map[string]float64{}},
 		{name: "simulator stall", run: stalled, want: map[string]float64{}},

@@ -286,7 +286,7 @@ func timelineFigure(run *Run, tl Timeline) (*composed, error) {
 		l.Color = colorMarker
 		l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 		p.Add(l)
-		markers = append(markers, stepMarker{X: x, Label: strconv.Itoa(i + 1), Name: stepKey(run.Steps, i)})
+		markers = append(markers, stepMarker{X: x, Label: strconv.Itoa(i + 1), Name: StepKey(run.Steps, i)})
 	}
 	for _, s := range timelineSeries {
 		p.Add(lines[s.name])

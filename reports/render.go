@@ -224,8 +224,9 @@ func (a *analysis) findingsTable() (table, bool) {
 }
 
 // nodeLatencyMeasures are the rows of the per-node latency table. The three
-// replacement parts say whose time a rollout's per-node latency is: only
-// "replaced: gone → new pod" is the controller's.
+// replacement parts say whose time a rollout's per-node latency is, the
+// three repair parts a pods step's: only "gone → new pod" is the
+// controller's.
 var nodeLatencyMeasures = []struct {
 	name   string
 	values func(*Group) []float64
@@ -241,11 +242,28 @@ var nodeLatencyMeasures = []struct {
 	{"replaced: new pod → available (cluster)", func(g *Group) []float64 {
 		return replacementPart(g, func(r Replacement) float64 { return r.Starting })
 	}},
+	{"repaired: terminating → gone (cluster)", func(g *Group) []float64 {
+		return repairPart(g, func(r Replacement) float64 { return r.Deleting })
+	}},
+	{"repaired: gone → new pod (controller)", func(g *Group) []float64 {
+		return repairPart(g, func(r Replacement) float64 { return r.Recreating })
+	}},
+	{"repaired: new pod → available (cluster)", func(g *Group) []float64 {
+		return repairPart(g, func(r Replacement) float64 { return r.Starting })
+	}},
 }
 
 func replacementPart(g *Group, part func(Replacement) float64) []float64 {
-	xs := make([]float64, 0, len(g.Replacements))
-	for _, r := range g.Replacements {
+	return parts(g.Replacements, part)
+}
+
+func repairPart(g *Group, part func(Replacement) float64) []float64 {
+	return parts(g.Repairs, part)
+}
+
+func parts(rs []Replacement, part func(Replacement) float64) []float64 {
+	xs := make([]float64, 0, len(rs))
+	for _, r := range rs {
 		xs = append(xs, part(r))
 	}
 	return xs
@@ -408,7 +426,7 @@ func (a *analysis) faultsTable() (table, bool) {
 	return t, len(t.Rows) > 0
 }
 
-const nodeLatencyNote = "Seconds; every node of every successful repetition pooled; percentiles by nearest rank. A per-node rollout runs from the node's turn (its old pod's deletion or, with maxSurge, its new pod's creation if that came first; never before the update) to the new pod available. The replaced rows split it for each node whose old pod was gone before the new one appeared (no surge): the old pod's termination being finalized and the new pod starting are the cluster's time; from gone to new pod is the controller's (its reaction, and its own pacing of creates).\n"
+const nodeLatencyNote = "Seconds; every node of every successful repetition pooled; percentiles by nearest rank. A per-node rollout runs from the node's turn (its old pod's deletion or, with maxSurge, its new pod's creation if that came first; never before the update) to the new pod available. The replaced rows split it for each node whose old pod was gone before the new one appeared (no surge): the old pod's termination being finalized and the new pod starting are the cluster's time; from gone to new pod is the controller's (its reaction, and its own pacing of creates). The repaired rows split the same way each node whose pod a pods step deleted, from the deletion to an active pod available again; the median of a step's controller share is also a step metric (\"gone to new pod, median\"), compared per repetition.\n"
 
 func (a *analysis) markdown() string {
 	var b strings.Builder

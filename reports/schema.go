@@ -209,7 +209,11 @@ type Run struct {
 	// PodGCWaits: per deleted node, seconds from its deletion until the pod
 	// garbage collector had removed the bound pods left on it. The cluster's
 	// share of a convergence that waits for them, not the controller's.
-	PodGCWaits   []NodeLatency  `json:"podGCWaits,omitempty"`
+	PodGCWaits []NodeLatency `json:"podGCWaits,omitempty"`
+	// Repairs split the return of each node's pod that a pods step
+	// deleted into the cluster's and the controller's shares, as
+	// Rollout.Replacements do for a rollout.
+	Repairs      []Repair       `json:"repairs,omitempty"`
 	Violations   []Violation    `json:"violations,omitempty"`
 	Availability []Availability `json:"availability,omitempty"`
 	// APIRequests counts the requests the controller under test sent, by
@@ -371,6 +375,15 @@ type Replacement struct {
 	Deleting   float64 `json:"deletingSeconds"`
 	Recreating float64 `json:"recreatingSeconds"`
 	Starting   float64 `json:"startingSeconds"`
+}
+
+// Repair is one node's pod deleted by a pods step (Step, its key as the
+// step metrics name it) and replaced: Deleting runs from the deletion to
+// the pod's end, Recreating to an active pod seen on the node again (the
+// controller), Starting to that pod available.
+type Repair struct {
+	Step string `json:"step"`
+	Replacement
 }
 
 // NodeLatency is a latency observed for one node.

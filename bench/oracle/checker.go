@@ -170,14 +170,16 @@ type Checker struct {
 	reported  []Violation
 	orphanEp  map[string]episodeKey // pod key -> its open OrphanPod episode
 
-	wakes    wakeHeap
-	barriers []*barrierState
-	rollouts []*rolloutState
-	joins    []*NodeJoin
-	joinOpen map[[2]string]*NodeJoin // (ds, node) -> join not yet measured
-	revs     revisionClock
-	gcWaits  []*PodGCWait
-	gcOpen   map[[2]string]*PodGCWait // (ds, node) -> wait whose pods are not gone yet
+	wakes      wakeHeap
+	barriers   []*barrierState
+	rollouts   []*rolloutState
+	joins      []*NodeJoin
+	joinOpen   map[[2]string]*NodeJoin // (ds, node) -> join not yet measured
+	revs       revisionClock
+	gcWaits    []*PodGCWait
+	gcOpen     map[[2]string]*PodGCWait // (ds, node) -> wait whose pods are not gone yet
+	repairs    []*NodeRepair
+	repairOpen map[[2]string]*NodeRepair // (ds, node) -> repair not yet measured
 
 	requested   map[string]bool // pods the harness deleted (RequestDeletion)
 	ctrlDown    bool            // between ControllerStopped and ControllerStarted
@@ -285,6 +287,7 @@ func NewChecker(cfg Config) *Checker {
 		orphanEp:    map[string]episodeKey{},
 		joinOpen:    map[[2]string]*NodeJoin{},
 		gcOpen:      map[[2]string]*PodGCWait{},
+		repairOpen:  map[[2]string]*NodeRepair{},
 		requested:   map[string]bool{},
 	}
 }
@@ -537,6 +540,7 @@ func (c *Checker) dropDS(s *dsState, t time.Time) {
 			delete(c.joinOpen, k)
 		}
 	}
+	c.endRepairs(s.key, t)
 	delete(c.byUID, s.e.ds.UID)
 	delete(c.ds, s.key)
 }
@@ -609,7 +613,8 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 		s.nodes[name] = tr
 	}
 	s.account(tr, -1)
-	c.noteDisruption(s, name, tr.view, v, t)
+	prev := tr.view
+	c.noteDisruption(s, name, prev, v, t)
 	if v.exists && v.mustRun && !tr.view.mustRun {
 		c.withdrawReordered(episodeKey{ds: s.key, node: name, kind: PodOnIneligibleNode}, node)
 	}
@@ -717,6 +722,7 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 			delete(c.joinOpen, [2]string{s.key, name})
 		}
 	}
+	c.trackRepair(s, name, prev, v, t)
 	if !v.exists && v.active+v.terminal+v.terminating == 0 {
 		s.account(tr, -1)
 		delete(s.nodes, name)
