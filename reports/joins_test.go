@@ -94,17 +94,23 @@ func TestJoinAccountNote(t *testing.T) {
 	}
 	r.Runs[0].NodeJoinsEnded = 2
 	r.Runs[1].NodeJoinsUnmeasured = []UnmeasuredJoin{{Node: "j3", Eligible: true}}
+	perNodeTableHas(t, r,
+		"| s (nodes=100) | node join (1) | ours | 4 |",
+		"| s (nodes=100) | node join | upstream | 2 |",
+		"(1) s (nodes=100) ours: 4 of 7 joins measured; 2 ended by their node or DaemonSet going first, 1 unmeasured (see the findings).",
+	)
+}
+
+// perNodeTableHas checks that r's per-node latency table holds each of wants.
+func perNodeTableHas(t *testing.T, r *Report, wants ...string) {
+	t.Helper()
 	a := &analysis{r: r, groups: Groups(r)}
 	tbl, ok := a.nodeLatencyTable()
 	if !ok {
 		t.Fatal("no per-node table")
 	}
 	md := tbl.markdown("")
-	for _, want := range []string{
-		"| s (nodes=100) | node join (1) | ours | 4 |",
-		"| s (nodes=100) | node join | upstream | 2 |",
-		"(1) s (nodes=100) ours: 4 of 7 joins measured; 2 ended by their node or DaemonSet going first, 1 unmeasured (see the findings).",
-	} {
+	for _, want := range wants {
 		if !strings.Contains(md, want) {
 			t.Errorf("per-node table lacks %q:\n%s", want, md)
 		}
@@ -121,19 +127,9 @@ func TestRepairRows(t *testing.T) {
 			{Step: "repair", Replacement: Replacement{Node: "b", Deleting: 0.5, Recreating: 0.75, Starting: 1}},
 		}
 	}
-	a := &analysis{r: r, groups: Groups(r)}
-	tbl, ok := a.nodeLatencyTable()
-	if !ok {
-		t.Fatal("no per-node table")
-	}
-	md := tbl.markdown("")
-	for _, want := range []string{
+	perNodeTableHas(t, r,
 		"| s (nodes=100) | repaired: terminating → gone (cluster) | ours | 4 | 1.00 | 1.50 | 1.50 | 1.50 |",
 		"| s (nodes=100) | repaired: gone → new pod (controller) | ours | 4 | 0.500 | 0.750 | 0.750 | 0.750 |",
 		"| s (nodes=100) | repaired: new pod → available (cluster) | upstream | 2 | 1.50 | 2.00 | 2.00 | 2.00 |",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("per-node table lacks %q:\n%s", want, md)
-		}
-	}
+	)
 }

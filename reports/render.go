@@ -223,50 +223,42 @@ func (a *analysis) findingsTable() (table, bool) {
 	return t, len(t.Rows) > 0
 }
 
+// nodeLatencyMeasure is a row of the per-node latency table.
+type nodeLatencyMeasure struct {
+	name   string
+	values func(*Group) []float64
+}
+
 // nodeLatencyMeasures are the rows of the per-node latency table. The three
 // replacement parts say whose time a rollout's per-node latency is, the
 // three repair parts a pods step's: only "gone → new pod" is the
 // controller's.
-var nodeLatencyMeasures = []struct {
-	name   string
-	values func(*Group) []float64
-}{
-	{"node join", func(g *Group) []float64 { return g.NodeJoins }},
-	{"per-node rollout", func(g *Group) []float64 { return g.NodeRollouts }},
-	{"replaced: terminating → gone (cluster)", func(g *Group) []float64 {
-		return replacementPart(g, func(r Replacement) float64 { return r.Deleting })
-	}},
-	{"replaced: gone → new pod (controller)", func(g *Group) []float64 {
-		return replacementPart(g, func(r Replacement) float64 { return r.Recreating })
-	}},
-	{"replaced: new pod → available (cluster)", func(g *Group) []float64 {
-		return replacementPart(g, func(r Replacement) float64 { return r.Starting })
-	}},
-	{"repaired: terminating → gone (cluster)", func(g *Group) []float64 {
-		return repairPart(g, func(r Replacement) float64 { return r.Deleting })
-	}},
-	{"repaired: gone → new pod (controller)", func(g *Group) []float64 {
-		return repairPart(g, func(r Replacement) float64 { return r.Recreating })
-	}},
-	{"repaired: new pod → available (cluster)", func(g *Group) []float64 {
-		return repairPart(g, func(r Replacement) float64 { return r.Starting })
-	}},
-}
+var nodeLatencyMeasures = slices.Concat(
+	[]nodeLatencyMeasure{
+		{"node join", func(g *Group) []float64 { return g.NodeJoins }},
+		{"per-node rollout", func(g *Group) []float64 { return g.NodeRollouts }},
+	},
+	splitMeasures("replaced", func(g *Group) []Replacement { return g.Replacements }),
+	splitMeasures("repaired", func(g *Group) []Replacement { return g.Repairs }),
+)
 
-func replacementPart(g *Group, part func(Replacement) float64) []float64 {
-	return parts(g.Replacements, part)
-}
-
-func repairPart(g *Group, part func(Replacement) float64) []float64 {
-	return parts(g.Repairs, part)
-}
-
-func parts(rs []Replacement, part func(Replacement) float64) []float64 {
-	xs := make([]float64, 0, len(rs))
-	for _, r := range rs {
-		xs = append(xs, part(r))
+// splitMeasures are the three rows of the replacements that of gives.
+func splitMeasures(prefix string, of func(*Group) []Replacement) []nodeLatencyMeasure {
+	part := func(name string, value func(Replacement) float64) nodeLatencyMeasure {
+		return nodeLatencyMeasure{prefix + ": " + name, func(g *Group) []float64 {
+			rs := of(g)
+			xs := make([]float64, 0, len(rs))
+			for _, r := range rs {
+				xs = append(xs, value(r))
+			}
+			return xs
+		}}
 	}
-	return xs
+	return []nodeLatencyMeasure{
+		part("terminating → gone (cluster)", func(r Replacement) float64 { return r.Deleting }),
+		part("gone → new pod (controller)", func(r Replacement) float64 { return r.Recreating }),
+		part("new pod → available (cluster)", func(r Replacement) float64 { return r.Starting }),
+	}
 }
 
 // joinAccount says, for the runs whose joins g pools, how many joins were
