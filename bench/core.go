@@ -734,11 +734,7 @@ func repairStep(recs []stepRecord, steps []reports.Step, deleted time.Time) stri
 // pod created before the deleted one was gone (not a replacement in this
 // sense) is left out.
 func repair(r oracle.NodeRepair) (reports.Replacement, bool) {
-	if !r.Measured() || r.Created.Before(r.Vanished) {
-		return reports.Replacement{}, false
-	}
-	return reports.Replacement{Node: r.Node, Deleting: r.Vanished.Sub(r.Deleted).Seconds(),
-		Recreating: r.Created.Sub(r.Vanished).Seconds(), Starting: r.Available.Sub(r.Created).Seconds()}, true
+	return split(r.Node, r.Deleted, r.Vanished, r.Created, r.Available)
 }
 
 // harnessStats summarizes the harness's own lag.
@@ -820,10 +816,18 @@ func nodeRolloutSeconds(start time.Time, n oracle.NodeRollout) float64 {
 // during the rollout and gone before the new pod appeared; false for other
 // nodes (surge, new nodes, pods lost before the rollout).
 func replacement(start time.Time, n oracle.NodeRollout) (reports.Replacement, bool) {
-	gone, vanished, created, available := n.OldPodGone, n.OldPodVanished, n.NewPodCreated, n.NewPodAvailable
-	if gone.Before(start) || vanished.IsZero() || created.Before(vanished) || available.IsZero() {
+	if n.OldPodGone.Before(start) {
 		return reports.Replacement{}, false
 	}
-	return reports.Replacement{Node: n.Node, Deleting: vanished.Sub(gone).Seconds(),
+	return split(n.Node, n.OldPodGone, n.OldPodVanished, n.NewPodCreated, n.NewPodAvailable)
+}
+
+// split divides gone → available at vanished and created; false unless the
+// old pod vanished, the new one came after it and became available.
+func split(node string, gone, vanished, created, available time.Time) (reports.Replacement, bool) {
+	if vanished.IsZero() || created.Before(vanished) || available.IsZero() {
+		return reports.Replacement{}, false
+	}
+	return reports.Replacement{Node: node, Deleting: vanished.Sub(gone).Seconds(),
 		Recreating: created.Sub(vanished).Seconds(), Starting: available.Sub(created).Seconds()}, true
 }
