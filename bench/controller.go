@@ -199,6 +199,8 @@ func (c ControllerConfig) args(metricsPort, healthPort int) []string {
 			"--secure-port=" + strconv.Itoa(metricsPort),
 			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
 		}
+	case Floor: // the floor's informers (FloorConfig.Watch): dsbench again
+		return floorInformersArgs(c.Kubeconfig, healthPort)
 	default: // ours, in either bind mode
 		args := []string{
 			"--kubeconfig=" + c.Kubeconfig,

@@ -127,6 +127,12 @@ func TestControllerArgs(t *testing.T) {
 			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
 		}},
 	}
+	// The floor's informers (--floor-watch) are dsbench again, with none of
+	// our flags.
+	if got, want := (ControllerConfig{Which: Floor, Kubeconfig: "K", Workers: 1, ExtraArgs: []string{"--sync-delay=1s"}}).args(1, 2),
+		[]string{FloorInformersCommand, "--kubeconfig=K", "--health-probe-bind-address=127.0.0.1:2"}; !slices.Equal(got, want) {
+		t.Errorf("the floor's informers' args %q, want %q", got, want)
+	}
 	// The external controller's command line is whatever started it.
 	if got := (ControllerConfig{Which: External, Workers: 7, ExtraArgs: []string{"--sync-delay=1s"}}).Args(); got != nil {
 		t.Errorf("external args %q, want none", got)

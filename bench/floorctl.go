@@ -36,6 +36,12 @@ type FloorConfig struct {
 	QPS float64
 	// Bind is how its pods reach their nodes; "" means floor.BindNodeName.
 	Bind floor.Binding
+	// Watch has the floor also hold the informers our controller holds
+	// (DaemonSets, revisions, pods and nodes, trimmed as ours trims them),
+	// in a process of its own whose CPU and memory are the floor's: the
+	// floor of a controller that pays for reading the cluster, as every
+	// controller does, and does nothing else with it.
+	Watch bool
 }
 
 // DefaultFloorInFlight is a FloorConfig's pacing when it has none, and the
@@ -75,16 +81,20 @@ func pacingNear(x float64) int {
 // Args describe the pacing for the report, as a command line would.
 func (c FloorConfig) Args() []string {
 	return append([]string{"--floor-inflight=" + strconv.Itoa(c.inFlight()), "--floor-qps=" + strconv.FormatFloat(c.QPS, 'f', -1, 64)},
-		floorBindArgs(c.Bind)...)
+		c.optionArgs()...)
 }
 
-// floorBindArgs name the binding when it is not the default, so that
-// reports from before the choice read the same.
-func floorBindArgs(b floor.Binding) []string {
-	if b == "" || b == floor.BindNodeName {
-		return nil
+// optionArgs name the binding and the watch when they are not the
+// defaults, so that reports from before the choices read the same.
+func (c FloorConfig) optionArgs() []string {
+	var args []string
+	if c.Bind != "" && c.Bind != floor.BindNodeName {
+		args = append(args, "--floor-bind="+string(c.Bind))
 	}
-	return []string{"--floor-bind=" + string(b)}
+	if c.Watch {
+		args = append(args, "--floor-watch")
+	}
+	return args
 }
 
 func (c FloorConfig) bind() floor.Binding {
@@ -131,6 +141,11 @@ type floorController struct {
 	requests map[string]float64          // by HTTP method
 	dirty    bool                        // a call ended since the last plan
 
+	// informers is the process holding the floor's informers (Watch), and
+	// informersConf how to start it; nil without Watch.
+	informers     *ControllerProcess
+	informersConf *ControllerConfig
+
 	cancel  context.CancelFunc
 	done    chan struct{}
 	running sync.WaitGroup
@@ -153,13 +168,41 @@ func (e floorExpectation) expired(now time.Time) bool {
 	return !e.answered.IsZero() && now.Sub(e.answered) > floorExpectTTL
 }
 
-// newFloorController returns a floor that is not running yet.
+// newFloorController returns a floor that is not running yet. informers
+// starts the process of its informers when conf.Watch (its Which is Floor).
 func newFloorController(conf FloorConfig, client kubernetes.Interface, clk clock.Clock, logPath string,
-	snapshot func(fn func(w *oracle.World, observed int))) *floorController {
+	informers *ControllerConfig, snapshot func(fn func(w *oracle.World, observed int))) *floorController {
 	f := &floorController{conf: conf, client: client, clock: clk, logPath: logPath, snapshot: snapshot,
 		requests: map[string]float64{}, log: slog.New(slog.DiscardHandler)}
+	if conf.Watch {
+		f.informersConf = informers
+	}
 	f.forget()
 	return f
+}
+
+// startInformers starts (or restarts) the process of the floor's informers
+// and waits until its caches have synced, as a controller's would before
+// it acts.
+func (f *floorController) startInformers(ctx context.Context) error {
+	switch {
+	case f.informersConf == nil:
+		return nil
+	case f.informersConf.Binary == "":
+		return errors.New("the floor's informers (--floor-watch): no dsbench binary to start")
+	case f.informers == nil:
+		p, err := StartController(ctx, *f.informersConf)
+		if err != nil {
+			return fmt.Errorf("starting the floor's informers: %w", err)
+		}
+		f.informers = p
+		return nil
+	default:
+		if err := f.informers.Restart(ctx); err != nil {
+			return fmt.Errorf("restarting the floor's informers: %w", err)
+		}
+		return nil
+	}
 }
 
 // forget drops every expectation, as a restarted process would.
@@ -186,6 +229,9 @@ func (f *floorController) Restart(ctx context.Context) error {
 		f.logF, f.log = file, slog.New(slog.NewTextHandler(file, nil))
 	}
 	f.forget()
+	if err := f.startInformers(ctx); err != nil {
+		return err
+	}
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel, f.done = cancel, make(chan struct{})
 	f.log.Info("floor started", "inFlight", f.conf.inFlight(), "qps", f.conf.QPS, "bind", f.conf.bind())
@@ -196,11 +242,25 @@ func (f *floorController) Restart(ctx context.Context) error {
 	return nil
 }
 
-// Kill ends the loop at once; calls under way are cancelled.
-func (f *floorController) Kill() { f.Stop() }
+// Kill ends the loop at once; calls under way are cancelled. Its
+// informers' process gets SIGKILL, as a crash.
+func (f *floorController) Kill() {
+	if f.informers != nil {
+		f.informers.Kill()
+	}
+	f.stopLoop()
+}
 
-// Stop ends the loop and waits for its calls. Safe to repeat.
+// Stop ends the loop and waits for its calls, and stops its informers'
+// process. Safe to repeat.
 func (f *floorController) Stop() {
+	if f.informers != nil {
+		f.informers.Stop()
+	}
+	f.stopLoop()
+}
+
+func (f *floorController) stopLoop() {
 	if f.done == nil {
 		return
 	}
@@ -215,9 +275,15 @@ func (f *floorController) Stop() {
 	f.done = nil
 }
 
-// Usage is zero: the floor runs in the harness's process, whose CPU the
-// report counts as the harness's.
-func (f *floorController) Usage() ProcessUsage { return ProcessUsage{} }
+// Usage is its informers' process's (Watch), else zero: the floor itself
+// runs in the harness's process, whose CPU the report counts as the
+// harness's.
+func (f *floorController) Usage() ProcessUsage {
+	if f.informers == nil {
+		return ProcessUsage{}
+	}
+	return f.informers.Usage()
+}
 
 // APIRequests counts the floor's own calls by method.
 func (f *floorController) APIRequests(context.Context) (map[string]float64, error) {

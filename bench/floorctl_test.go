@@ -58,7 +58,7 @@ func testFloorExpectations(t *testing.T, bind floor.Binding) {
 	apply(oracle.Added, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}})
 	apply(oracle.Added, ds)
 
-	f := newFloorController(FloorConfig{Bind: bind}, client, clk, "", nil)
+	f := newFloorController(FloorConfig{Bind: bind}, client, clk, "", nil, nil)
 
 	step := func() []floorCall {
 		in, dss, uids := f.input(w, clk.Now())
@@ -204,7 +204,7 @@ func TestFloorExpectationsInFlight(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f := newFloorController(FloorConfig{Bind: floor.BindScheduler}, client, clk, "", nil)
+	f := newFloorController(FloorConfig{Bind: floor.BindScheduler}, client, clk, "", nil, nil)
 	// plan returns the creates the next plan would issue, recording them as
 	// under way (not calling the API).
 	plan := func() []floorCall {

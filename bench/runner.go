@@ -850,7 +850,12 @@ func (s *runState) startController(ctx context.Context) error {
 				return err
 			}
 		}
-		f := newFloorController(conf.Floor, client, s.r.clock, conf.LogPath, func(fn func(*oracle.World, int)) {
+		informers := conf
+		informers.Workers, informers.ExtraArgs, informers.OursEnv = 1, nil, nil
+		if informers.LogPath != "" {
+			informers.LogPath = strings.TrimSuffix(informers.LogPath, ".log") + "-informers.log"
+		}
+		f := newFloorController(conf.Floor, client, s.r.clock, conf.LogPath, &informers, func(fn func(*oracle.World, int)) {
 			s.do(func() { fn(s.core.World(), s.core.Observed()) })
 		})
 		if err := f.Restart(ctx); err != nil {

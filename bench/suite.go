@@ -69,6 +69,9 @@ type SuiteConfig struct {
 	// FloorBind is how the floor's pods reach their nodes ("": by
 	// spec.nodeName).
 	FloorBind floor.Binding
+	// FloorWatch has the floor hold our controller's informers in a process
+	// of its own (FloorConfig.Watch).
+	FloorWatch bool
 
 	// REST and Kubeconfig are the cluster; OwnsCluster says it is a local
 	// KWOK cluster the runner may reset (see Config).
@@ -157,7 +160,7 @@ func RunSuite(ctx context.Context, conf SuiteConfig) (*SuiteResult, error) {
 		shuffle = rand.New(rand.NewPCG(conf.OrderSeed, 0))
 	}
 	for _, sc := range conf.Scenarios {
-		pacer := floorPacer{candidates: conf.floorCandidates(sc), qps: conf.FloorQPS, bind: conf.FloorBind}
+		pacer := floorPacer{candidates: conf.floorCandidates(sc), base: conf.floorBase()}
 		for _, slot := range runOrder(conf.Controllers, suiteRepetitions(sc, conf.Repetitions), conf.Interleave, shuffle) {
 			if ctx.Err() != nil {
 				break
@@ -317,13 +320,19 @@ func runOrder(which []Controller, reps int, interleave bool, shuffle *rand.Rand)
 // converged fastest. The choice is recorded in each run's ControllerArgs.
 type floorPacer struct {
 	candidates []int
-	qps        float64
-	bind       floor.Binding
+	base       FloorConfig     // all but the pacing
 	tried      map[int]float64 // candidate -> its trial's convergence seconds
 }
 
 func (p *floorPacer) next() FloorConfig {
-	return FloorConfig{InFlight: floor.ChooseInFlight(p.candidates, p.tried), QPS: p.qps, Bind: p.bind}
+	c := p.base
+	c.InFlight = floor.ChooseInFlight(p.candidates, p.tried)
+	return c
+}
+
+// floorBase is the floor's configuration but for its pacing.
+func (conf SuiteConfig) floorBase() FloorConfig {
+	return FloorConfig{QPS: conf.FloorQPS, Bind: conf.FloorBind, Watch: conf.FloorWatch}
 }
 
 // record keeps a candidate's first run as its trial.
@@ -360,12 +369,12 @@ func (conf SuiteConfig) floorCandidates(sc *scenarios.Scenario) []int {
 
 // floorArgs are the floor's settings for the report's parameters: the
 // candidates, over all scenarios; each run records the one it used.
-func floorArgs(candidates []int, qps float64, bind floor.Binding) []string {
+func floorArgs(candidates []int, base FloorConfig) []string {
 	s := make([]string, len(candidates))
 	for i, n := range candidates {
 		s[i] = strconv.Itoa(n)
 	}
-	return append([]string{"--floor-inflight=" + strings.Join(s, ","), "--floor-qps=" + strconv.FormatFloat(qps, 'f', -1, 64)}, floorBindArgs(bind)...)
+	return append([]string{"--floor-inflight=" + strings.Join(s, ","), "--floor-qps=" + strconv.FormatFloat(base.QPS, 'f', -1, 64)}, base.optionArgs()...)
 }
 
 // suiteReport is the report of a suite before any run: its parameters,
@@ -431,7 +440,7 @@ func suiteReport(conf SuiteConfig, now time.Time) *reports.Report {
 					}
 				}
 			}
-			cp.Args = floorArgs(candidates, conf.FloorQPS, conf.FloorBind)
+			cp.Args = floorArgs(candidates, conf.floorBase())
 		}
 		cp.Binary = w.binary(conf.Binaries)
 		r.Params.Controllers = append(r.Params.Controllers, cp)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -109,12 +110,17 @@ func TestFloorPacer(t *testing.T) {
 	run := func(sec float64, converged bool) *reports.Run {
 		return &reports.Run{Outcome: reports.OutcomeOK, Steps: []reports.Step{{Name: "create", Seconds: sec, Converged: converged}}}
 	}
-	p := floorPacer{candidates: []int{8, 32, 128}}
+	base := FloorConfig{QPS: 2, Bind: floor.BindScheduler, Watch: true}
+	p := floorPacer{candidates: []int{8, 32, 128}, base: base}
 	var got []int
 	for _, r := range []*reports.Run{run(30, true), run(20, true), run(5, false), run(1, true), run(1, true)} {
 		conf := p.next()
 		got = append(got, conf.InFlight)
 		p.record(conf, r)
+		// Each run's own arguments, as the report records them.
+		if want := []string{"--floor-inflight=" + strconv.Itoa(conf.InFlight), "--floor-qps=2", "--floor-bind=scheduler", "--floor-watch"}; !slices.Equal(conf.Args(), want) {
+			t.Errorf("floor args %q, want %q", conf.Args(), want)
+		}
 	}
 	if want := []int{8, 32, 128, 32, 32}; !slices.Equal(got, want) {
 		t.Errorf("in flight per repetition = %v, want %v", got, want)
@@ -191,7 +197,7 @@ func TestSuiteReportControllers(t *testing.T) {
 		Scenarios: []*scenarios.Scenario{sc}, Controllers: []Controller{Ours, OursDirect, Floor},
 		Controller:    ControllerConfig{Workers: 7, QPS: 50, Burst: 100, ExtraArgs: []string{"--sync-delay=1s"}},
 		Binaries:      map[Controller]string{Ours: "/bin/ours", Upstream: "/bin/kcm"},
-		FloorInFlight: []int{32, 128}, FloorQPS: 2.5, FloorBind: floor.BindScheduler,
+		FloorInFlight: []int{32, 128}, FloorQPS: 2.5, FloorBind: floor.BindScheduler, FloorWatch: true,
 		Kwok: &reports.KwokParams{Cluster: "dsbench", Parallelism: 8},
 	}
 	r := suiteReport(conf, now)
@@ -203,7 +209,7 @@ func TestSuiteReportControllers(t *testing.T) {
 	want := []reports.ControllerParams{
 		{Name: "ours", Binary: "/bin/ours", QPS: 50, Burst: 100, Workers: 7, Args: oursArgs},
 		{Name: "ours-direct", Binary: "/bin/ours", QPS: 50, Burst: 100, Workers: 7, Args: directArgs},
-		{Name: "floor", QPS: 50, Burst: 100, Workers: 7, Args: []string{"--floor-inflight=32,128", "--floor-qps=2.5", "--floor-bind=scheduler"}},
+		{Name: "floor", QPS: 50, Burst: 100, Workers: 7, Args: []string{"--floor-inflight=32,128", "--floor-qps=2.5", "--floor-bind=scheduler", "--floor-watch"}},
 	}
 	if diff := cmp.Diff(want, r.Params.Controllers); diff != "" {
 		t.Errorf("controllers (-want +got):\n%s", diff)

@@ -299,7 +299,7 @@ func NewController(conf Config) (*Controller, error) {
 		conf.Metrics = NewMetrics()
 	}
 	if conf.Informers == nil {
-		conf.Informers = informers.NewSharedInformerFactoryWithOptions(conf.Client, 0, informers.WithTransform(trimObject))
+		conf.Informers = NewInformerFactory(conf.Client)
 	}
 
 	c := &Controller{
@@ -417,6 +417,13 @@ type cappedRateLimiter struct {
 
 func (r cappedRateLimiter) When(item string) time.Duration {
 	return min(r.TypedRateLimiter.When(item), r.max)
+}
+
+// NewInformerFactory is the factory New uses when Config.Informers is nil:
+// no resync, every cached object trimmed (trimObject). The harness's floor
+// holds the same caches to price the watch any controller pays.
+func NewInformerFactory(client kubernetes.Interface) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trimObject))
 }
 
 // trimObject drops what the controller never reads from cached objects, which

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -519,4 +521,87 @@ func TestClusterComponentRestartedMidRun(t *testing.T) {
 	}) {
 		t.Errorf("no cluster-restart warning among %+v", findings)
 	}
+}
+
+// With --floor-watch the floor holds our controller's informers in a
+// process of its own (dsbench floor-informers): the run reports that
+// process's CPU and memory as the floor's, the process's log counts the pod
+// and node events its caches received, and no such process outlives the
+// run. Without a binary to start, the run fails and says why.
+func TestFloorWatchHoldsTheInformers(t *testing.T) {
+	args := clusterArgs(t)
+	self := filepath.Join(t.TempDir(), "dsbench")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", self, "../../cmd/dsbench").CombinedOutput(); err != nil {
+		t.Fatalf("building dsbench: %v\n%s", err, out)
+	}
+	play := func(self string) (string, *reports.Report, error) {
+		t.Helper()
+		out := t.TempDir()
+		cmd := append([]string{"run", "--out", out, "--nodes", "30", "--repetitions", "1", "--controller", "floor", "--floor-watch", "--warmup", "off"}, args...)
+		cmd = append(cmd, "bench-rollout")
+		var stdout, stderr bytes.Buffer
+		err := Main(t.Context(), Env{Stdout: &stdout, Stderr: &stderr, Getenv: os.Getenv, Self: self}, cmd)
+		t.Logf("dsbench %s\nstderr:\n%s", strings.Join(cmd, " "), stderr.String())
+		dir, r := onlyReport(t, out)
+		return dir, r, err
+	}
+
+	dir, r, err := play(self)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if len(r.Runs) != 1 || !r.Runs[0].OK() {
+		t.Fatalf("runs %+v, want one that succeeded", r.Runs)
+	}
+	run := r.Runs[0]
+	if !slices.Contains(run.ControllerArgs, "--floor-watch") {
+		t.Errorf("the floor's arguments %q do not say it watched", run.ControllerArgs)
+	}
+	if run.Resources.CPUSeconds <= 0 || run.Resources.PeakRSSBytes < 1<<20 {
+		t.Errorf("the floor's resources %+v: want its informers' CPU and memory", run.Resources)
+	}
+	logText, err := os.ReadFile(filepath.Join(dir, "logs", "bench-rollout-floor-0-informers.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var podEvents, nodeEvents int
+	if _, err := fmt.Sscanf(string(logText[bytes.LastIndex(logText, []byte(bench.FloorInformersCommand+": ")):]),
+		bench.FloorInformersCommand+": %d pod events, %d node events", &podEvents, &nodeEvents); err != nil {
+		t.Fatalf("the informers' log does not count their events (%v):\n%s", err, logText)
+	}
+	t.Logf("the floor's informers: %d pod events, %d node events, %.2f CPU-s, peak RSS %d MiB", podEvents, nodeEvents, run.Resources.CPUSeconds, run.Resources.PeakRSSBytes>>20)
+	// 30 pods created and made Ready, then replaced: at least two events
+	// for each of 60 pods; and the 30 nodes listed.
+	if podEvents < 120 || nodeEvents < 30 {
+		t.Errorf("the informers received %d pod and %d node events, want at least 120 and 30", podEvents, nodeEvents)
+	}
+	if left := processesOf(t, self); len(left) > 0 {
+		t.Errorf("processes of %s left after the run: %v", self, left)
+	}
+
+	_, r, _ = play(filepath.Join(t.TempDir(), "missing"))
+	if len(r.Runs) != 1 || r.Runs[0].OK() || !strings.Contains(r.Runs[0].Error, "starting the floor's informers") {
+		t.Errorf("with no binary: runs %+v; want a failed run that says the informers did not start", r.Runs)
+	}
+}
+
+// processesOf are the pids of running processes whose executable path is
+// bin.
+func processesOf(t *testing.T, bin string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && strings.HasPrefix(string(cmdline), bin+"\x00") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

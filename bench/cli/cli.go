@@ -43,11 +43,15 @@ type Env struct {
 	Stderr io.Writer
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
+	// Self is the dsbench binary, which --floor-watch starts again to hold
+	// the floor's informers; "" where there is none (a test binary).
+	Self string
 }
 
 // DefaultEnv uses the real process.
 func DefaultEnv() Env {
-	return Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	self, _ := os.Executable()
+	return Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Self: self}
 }
 
 type command struct {
@@ -67,6 +71,7 @@ func commands() []command {
 		{"report", "re-render the reports from a report.json; `report scale` composes a scaling report of several", runReport},
 		{"scale", "play scenarios at several node counts, then fit and plot cost against nodes", runScale},
 		{"compare", "compare two saved runs", runCompare},
+		{"floor-informers", "hold the informers our controller holds and nothing else (started by --floor-watch)", runFloorInformers},
 		{"mutants", "play broken variants of our controller (a -tags mutants build) and show which invariant catches each", runMutants},
 	}
 }

@@ -196,7 +196,7 @@ func (f *runFlags) validate(fs *pflag.FlagSet, e *flagErrors) {
 		e.add("floor-bind", f.floorBind, "want %q or %q", floor.BindNodeName, floor.BindScheduler)
 	}
 	if err == nil && !slices.Contains(which, bench.Floor) {
-		for _, flag := range []string{"floor-inflight", "floor-qps", "floor-bind"} {
+		for _, flag := range []string{"floor-inflight", "floor-qps", "floor-bind", "floor-watch"} {
 			if fs.Changed(flag) {
 				e.conflict(flag, "controller "+f.controllers, "it sets up the floor, which is not measured")
 			}

@@ -49,6 +49,7 @@ type runFlags struct {
 	floorSearch   bool
 	floorQPS      float64
 	floorBind     string
+	floorWatch    bool
 }
 
 // register adds the flags of run and bench; defaultBaseline is the baseline
@@ -72,6 +73,7 @@ func (f *runFlags) registerPlay(fs *pflag.FlagSet, env Env, defaultControllers s
 	fs.Lookup("floor-inflight").DefValue = floorPacingByNodes
 	fs.Float64Var(&f.floorQPS, "floor-qps", 0, "cap the floor's API calls per second (0: no cap)")
 	fs.StringVar(&f.floorBind, "floor-bind", string(floor.BindNodeName), "how the floor's pods reach their nodes: direct (spec.nodeName, as ours-direct) or scheduler (pinned by node affinity and bound by kube-scheduler, as ours and upstream): the floor of a controller that pays the scheduler")
+	fs.BoolVar(&f.floorWatch, "floor-watch", false, "the floor also holds the informers our controller holds (DaemonSets, revisions, pods, nodes) in a process of its own, whose CPU and memory are the floor's: the floor of a controller that pays for reading the cluster")
 	fs.IntVar(&f.reps, "repetitions", 0, "repetitions per scenario and controller (0: the scenario's own)")
 	fs.IntVar(&f.workers, "workers", 5, "concurrent DaemonSet syncs, the same for both controllers")
 	fs.Float64Var(&f.qps, "kube-api-qps", 0, "controller client QPS, the same for both (0: unlimited)")
@@ -310,6 +312,12 @@ func openStage(ctx context.Context, env Env, cmd string, f *runFlags, names []st
 			return nil, done, fmt.Errorf("our controller binary %s: %w (run `make build`)", ours, err)
 		}
 		binaries[bench.Ours], binaries[bench.Upstream] = ours, bins.Path(kwok.BinKubeControllerManager)
+		if f.floorWatch {
+			if env.Self == "" {
+				return nil, done, errors.New("--floor-watch: no dsbench binary to start for the floor's informers")
+			}
+			binaries[bench.Floor] = env.Self
+		}
 	}
 
 	kubeconfig, cfg, cluster, down, err := openCluster(ctx, env, f)
@@ -339,7 +347,7 @@ func (st *stage) suite(nodes int, outDir, journalDir string) bench.SuiteConfig {
 		Scenarios: st.scs, Controllers: st.which, Nodes: nodes, Repetitions: f.reps, Interleave: f.interleave, OrderSeed: f.orderSeedOrRandom(),
 		Warmup:     f.warmsUp(st.scs, nodes),
 		Controller: ctrl, Binaries: st.binaries,
-		FloorInFlight: f.floorInFlight, FloorSearch: f.floorSearch, FloorQPS: f.floorQPS, FloorBind: floor.Binding(f.floorBind),
+		FloorInFlight: f.floorInFlight, FloorSearch: f.floorSearch, FloorQPS: f.floorQPS, FloorBind: floor.Binding(f.floorBind), FloorWatch: f.floorWatch,
 		REST: st.cfg, Kubeconfig: st.kubeconfig, OwnsCluster: st.cluster != nil, ClusterFaults: clusterFaults(st.cluster),
 		OutBase: f.outBase, OutDir: outDir, Baseline: f.baseline, JournalDir: journalDir,
 		Progress: bench.NewProgress(env.Stderr, st.interactive),
