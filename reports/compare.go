@@ -68,6 +68,31 @@ func FloorBindsByScheduler(r *Report) bool {
 	return false
 }
 
+// FloorWatches reports whether the report's floor held our controller's
+// informers (dsbench run --floor-watch).
+func FloorWatches(r *Report) bool {
+	for _, c := range r.Params.Controllers {
+		if c.Name == ControllerFloor {
+			return slices.Contains(c.Args, "--floor-watch")
+		}
+	}
+	return false
+}
+
+// FloorWatchNote takes the place of "no informers" in the floor's note when
+// the floor held them.
+const FloorWatchNote = "This floor ran with --floor-watch: it also held the informers our controller holds (DaemonSets, revisions, pods, nodes), " +
+	"in a process of its own whose CPU and memory are the floor's, so it pays for reading the cluster as every controller does."
+
+// floorNote is note as the report's floor ran: with FloorWatchNote when it
+// held informers.
+func floorNote(r *Report, note string) string {
+	if !FloorWatches(r) {
+		return note
+	}
+	return strings.Replace(note, ", no informers. ", ". "+FloorWatchNote+" ", 1)
+}
+
 // CeilingNote says what the upstream/floor column of the floor comparison
 // means.
 const CeilingNote = "Paired upstream/floor is how many times the floor upstream takes, over the same pairs of repetitions: " +
@@ -85,7 +110,7 @@ func CompareFloor(r *Report, opt Options) Comparison {
 	if FloorBindsByScheduler(r) {
 		note = FloorSchedulerNote
 	}
-	return compareFloor(r, opt, Comparison{Title: "ours vs the floor", ALabel: ControllerFloor, BLabel: ControllerOurs, Note: note})
+	return compareFloor(r, opt, Comparison{Title: "ours vs the floor", ALabel: ControllerFloor, BLabel: ControllerOurs, Note: floorNote(r, note)})
 }
 
 // CompareFloorDirect compares the floor (A) with ours-direct (B) for every
@@ -95,7 +120,7 @@ func CompareFloorDirect(r *Report, opt Options) Comparison {
 	if FloorBindsByScheduler(r) {
 		note = strings.ReplaceAll(FloorSchedulerNote, "ours/floor", "ours-direct/floor") + " " + FloorSchedulerDirectNote
 	}
-	c := compareFloor(r, opt, Comparison{Title: "ours-direct vs the floor", ALabel: ControllerFloor, BLabel: ControllerOursDirect, Note: note})
+	c := compareFloor(r, opt, Comparison{Title: "ours-direct vs the floor", ALabel: ControllerFloor, BLabel: ControllerOursDirect, Note: floorNote(r, note)})
 	groups := Groups(r)
 	c.Rows = slices.DeleteFunc(c.Rows, func(row Row) bool { return findGroup(groups, row.Case, ControllerOursDirect) == nil })
 	return c

@@ -133,6 +133,8 @@ func TestCompareFloorDirect(t *testing.T) {
 
 // A floor that let kube-scheduler bind is described as one: the note of
 // either comparison says so, and none says the floor binds its pods itself.
+// One that held the informers (--floor-watch) says so instead of "no
+// informers".
 func TestCompareFloorBoundByScheduler(t *testing.T) {
 	r := newReport([]float64{20, 22, 21, 19, 20}, []float64{30, 31, 29, 33, 30})
 	for i, v := range []float64{10, 11, 10, 9, 10} {
@@ -140,19 +142,27 @@ func TestCompareFloorBoundByScheduler(t *testing.T) {
 	}
 	r.Params.Interleaved = true
 	for _, tc := range []struct {
-		args          []string
-		scheduler     bool
-		want, wantNot []string
+		args             []string
+		scheduler, watch bool
+		want, wantNot    []string
 	}{
 		{args: []string{"--floor-inflight=32", "--floor-qps=0"},
 			want: []string{FloorNote, FloorDirectNote, CeilingNote}, wantNot: []string{"--floor-bind=scheduler"}},
 		{args: []string{"--floor-inflight=32", "--floor-qps=0", "--floor-bind=scheduler"}, scheduler: true,
 			want:    []string{FloorSchedulerNote, FloorSchedulerDirectNote, CeilingNote + " " + FloorSchedulerCeilingNote},
 			wantNot: []string{FloorNote, FloorDirectNote, "bound to their nodes"}},
+		// A floor that held the informers does not say it had none.
+		{args: []string{"--floor-inflight=32", "--floor-qps=0", "--floor-watch"}, watch: true,
+			want: []string{FloorWatchNote, FloorDirectNote, CeilingNote}, wantNot: []string{"no informers", "--floor-bind=scheduler"}},
+		{args: []string{"--floor-inflight=32", "--floor-qps=0", "--floor-bind=scheduler", "--floor-watch"}, scheduler: true, watch: true,
+			want: []string{FloorWatchNote, FloorSchedulerDirectNote}, wantNot: []string{"no informers", "bound to their nodes"}},
 	} {
 		r.Params.Controllers = []ControllerParams{{Name: ControllerOurs}, {Name: ControllerUpstream}, {Name: ControllerOursDirect}, {Name: ControllerFloor, Args: tc.args}}
 		if got := FloorBindsByScheduler(r); got != tc.scheduler {
 			t.Errorf("%v: FloorBindsByScheduler = %v", tc.args, got)
+		}
+		if got := FloorWatches(r); got != tc.watch {
+			t.Errorf("%v: FloorWatches = %v", tc.args, got)
 		}
 		notes := CompareFloor(r, DefaultOptions()).Note + "\n" + CompareFloorDirect(r, DefaultOptions()).Note
 		for _, want := range tc.want {
