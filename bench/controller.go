@@ -379,6 +379,10 @@ func (p *ControllerProcess) start(ctx context.Context) error {
 	// before the runner has read its usage; Stop always ends it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
+		if p.log != nil {
+			_ = p.log.Close()
+			p.log = nil
+		}
 		return fmt.Errorf("starting %s controller %s: %w", conf.Which, conf.Binary, err)
 	}
 	p.cmd = cmd
@@ -527,6 +531,12 @@ func (p *ControllerProcess) Kill() {
 	}
 	p.sample()
 	p.stop(syscall.SIGKILL)
+	p.keepExitUsage()
+}
+
+// keepExitUsage adds the usage of the incarnation that exited to the
+// earlier ones', once.
+func (p *ControllerProcess) keepExitUsage() {
 	p.mu.Lock()
 	p.accumulated.CPUSeconds += p.exitUsage.CPUSeconds
 	p.accumulated.PeakRSSBytes = max(p.accumulated.PeakRSSBytes, p.exitUsage.PeakRSSBytes)
@@ -534,11 +544,13 @@ func (p *ControllerProcess) Kill() {
 	p.mu.Unlock()
 }
 
-// Restart starts a killed controller again.
+// Restart starts a killed or stopped controller again; the usage of the
+// incarnation before it counts.
 func (p *ControllerProcess) Restart(ctx context.Context) error {
 	if p.PID() != 0 {
 		return errors.New("restart: the controller is still running")
 	}
+	p.keepExitUsage()
 	return p.start(ctx)
 }
 

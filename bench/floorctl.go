@@ -218,20 +218,17 @@ func (f *floorController) Restart(ctx context.Context) error {
 	if f.done != nil {
 		return errors.New("restart: the floor is still running")
 	}
-	if f.logPath != "" {
-		if err := os.MkdirAll(filepath.Dir(f.logPath), 0o755); err != nil {
-			return fmt.Errorf("creating log dir: %w", err)
-		}
-		file, err := os.OpenFile(f.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return fmt.Errorf("opening the floor's log: %w", err)
-		}
-		f.logF, f.log = file, slog.New(slog.NewTextHandler(file, nil))
-	}
-	f.forget()
+	// First, so that a failed start leaves no log file open.
 	if err := f.startInformers(ctx); err != nil {
 		return err
 	}
+	if err := f.openLog(); err != nil {
+		if f.informers != nil {
+			f.informers.Stop()
+		}
+		return err
+	}
+	f.forget()
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel, f.done = cancel, make(chan struct{})
 	f.log.Info("floor started", "inFlight", f.conf.inFlight(), "qps", f.conf.QPS, "bind", f.conf.bind())
@@ -239,6 +236,21 @@ func (f *floorController) Restart(ctx context.Context) error {
 		defer close(f.done)
 		f.loop(loopCtx)
 	}()
+	return nil
+}
+
+func (f *floorController) openLog() error {
+	if f.logPath == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(f.logPath), 0o755); err != nil {
+		return fmt.Errorf("creating log dir: %w", err)
+	}
+	file, err := os.OpenFile(f.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening the floor's log: %w", err)
+	}
+	f.logF, f.log = file, slog.New(slog.NewTextHandler(file, nil))
 	return nil
 }
 
@@ -275,14 +287,15 @@ func (f *floorController) stopLoop() {
 	f.done = nil
 }
 
-// Usage is its informers' process's (Watch), else zero: the floor itself
-// runs in the harness's process, whose CPU the report counts as the
-// harness's.
+// Usage is its informers' process's CPU (Watch), else zero: the floor
+// itself runs in the harness's process, whose CPU the report counts as the
+// harness's. Their memory is left out: it is the harness's binary's, twice
+// the controller's size, and a memory row would compare the binaries.
 func (f *floorController) Usage() ProcessUsage {
 	if f.informers == nil {
 		return ProcessUsage{}
 	}
-	return f.informers.Usage()
+	return ProcessUsage{CPUSeconds: f.informers.Usage().CPUSeconds}
 }
 
 // APIRequests counts the floor's own calls by method.

@@ -42,8 +42,10 @@ func RunFloorInformers(ctx context.Context, kubeconfig, healthAddr string, log i
 	if err != nil {
 		return err
 	}
-	// As cmd/daemonset-controller's default --kube-api-content-type.
+	// As cmd/daemonset-controller's client: protobuf, and no client
+	// timeout, which would cut every watch after it.
 	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.Timeout = 0
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)

@@ -525,7 +525,7 @@ func TestClusterComponentRestartedMidRun(t *testing.T) {
 
 // With --floor-watch the floor holds our controller's informers in a
 // process of its own (dsbench floor-informers): the run reports that
-// process's CPU and memory as the floor's, the process's log counts the pod
+// process's CPU as the floor's (not its memory, the harness's binary's), the process's log counts the pod
 // and node events its caches received, and no such process outlives the
 // run. Without a binary to start, the run fails and says why.
 func TestFloorWatchHoldsTheInformers(t *testing.T) {
@@ -557,8 +557,8 @@ func TestFloorWatchHoldsTheInformers(t *testing.T) {
 	if !slices.Contains(run.ControllerArgs, "--floor-watch") {
 		t.Errorf("the floor's arguments %q do not say it watched", run.ControllerArgs)
 	}
-	if run.Resources.CPUSeconds <= 0 || run.Resources.PeakRSSBytes < 1<<20 {
-		t.Errorf("the floor's resources %+v: want its informers' CPU and memory", run.Resources)
+	if run.Resources.CPUSeconds <= 0 || run.Resources.PeakRSSBytes != 0 {
+		t.Errorf("the floor's resources %+v: want its informers' CPU, and no memory (the harness's binary)", run.Resources)
 	}
 	logText, err := os.ReadFile(filepath.Join(dir, "logs", "bench-rollout-floor-0-informers.log"))
 	if err != nil {
@@ -569,7 +569,7 @@ func TestFloorWatchHoldsTheInformers(t *testing.T) {
 		bench.FloorInformersCommand+": %d pod events, %d node events", &podEvents, &nodeEvents); err != nil {
 		t.Fatalf("the informers' log does not count their events (%v):\n%s", err, logText)
 	}
-	t.Logf("the floor's informers: %d pod events, %d node events, %.2f CPU-s, peak RSS %d MiB", podEvents, nodeEvents, run.Resources.CPUSeconds, run.Resources.PeakRSSBytes>>20)
+	t.Logf("the floor's informers: %d pod events, %d node events, %.2f CPU-s", podEvents, nodeEvents, run.Resources.CPUSeconds)
 	// 30 pods created and made Ready, then replaced: at least two events
 	// for each of 60 pods; and the 30 nodes listed.
 	if podEvents < 120 || nodeEvents < 30 {

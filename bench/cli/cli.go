@@ -48,9 +48,13 @@ type Env struct {
 	Self string
 }
 
-// DefaultEnv uses the real process.
+// DefaultEnv uses the real process. Self is /proc/self/exe, so that a
+// rebuild during a long suite does not change the binary it starts.
 func DefaultEnv() Env {
-	self, _ := os.Executable()
+	self := "/proc/self/exe"
+	if _, err := os.Stat(self); err != nil {
+		self, _ = os.Executable()
+	}
 	return Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Self: self}
 }
 
