@@ -38,9 +38,9 @@ type FloorConfig struct {
 	Bind floor.Binding
 	// Watch has the floor also hold the informers our controller holds
 	// (DaemonSets, revisions, pods and nodes, trimmed as ours trims them),
-	// in a process of its own whose CPU and memory are the floor's: the
-	// floor of a controller that pays for reading the cluster, as every
-	// controller does, and does nothing else with it.
+	// in a process of its own whose CPU is the floor's: the floor of a
+	// controller that pays for reading the cluster, as every controller
+	// does, and does nothing else with it.
 	Watch bool
 }
 

@@ -21,7 +21,7 @@ import (
 
 // FloorInformersCommand is the dsbench command that holds the floor's
 // informers (FloorConfig.Watch): the harness starts its own binary again
-// with it, so that their CPU and memory are a process's of their own.
+// with it, so that their CPU is a process's of its own.
 const FloorInformersCommand = "floor-informers"
 
 // floorInformersArgs is the command line of the floor's informers.

@@ -525,9 +525,10 @@ func TestClusterComponentRestartedMidRun(t *testing.T) {
 
 // With --floor-watch the floor holds our controller's informers in a
 // process of its own (dsbench floor-informers): the run reports that
-// process's CPU as the floor's (not its memory, the harness's binary's), the process's log counts the pod
-// and node events its caches received, and no such process outlives the
-// run. Without a binary to start, the run fails and says why.
+// process's CPU as the floor's (not its memory, the harness's binary's),
+// the process's log counts the pod and node events its caches received,
+// and no such process outlives the run. Without a binary to start, the run
+// fails and says why.
 func TestFloorWatchHoldsTheInformers(t *testing.T) {
 	args := clusterArgs(t)
 	self := filepath.Join(t.TempDir(), "dsbench")

@@ -73,7 +73,7 @@ func (f *runFlags) registerPlay(fs *pflag.FlagSet, env Env, defaultControllers s
 	fs.Lookup("floor-inflight").DefValue = floorPacingByNodes
 	fs.Float64Var(&f.floorQPS, "floor-qps", 0, "cap the floor's API calls per second (0: no cap)")
 	fs.StringVar(&f.floorBind, "floor-bind", string(floor.BindNodeName), "how the floor's pods reach their nodes: direct (spec.nodeName, as ours-direct) or scheduler (pinned by node affinity and bound by kube-scheduler, as ours and upstream): the floor of a controller that pays the scheduler")
-	fs.BoolVar(&f.floorWatch, "floor-watch", false, "the floor also holds the informers our controller holds (DaemonSets, revisions, pods, nodes) in a process of its own, whose CPU and memory are the floor's: the floor of a controller that pays for reading the cluster")
+	fs.BoolVar(&f.floorWatch, "floor-watch", false, "the floor also holds the informers our controller holds (DaemonSets, revisions, pods, nodes) in a process of its own, whose CPU is the floor's: the floor of a controller that pays for reading the cluster")
 	fs.IntVar(&f.reps, "repetitions", 0, "repetitions per scenario and controller (0: the scenario's own)")
 	fs.IntVar(&f.workers, "workers", 5, "concurrent DaemonSet syncs, the same for both controllers")
 	fs.Float64Var(&f.qps, "kube-api-qps", 0, "controller client QPS, the same for both (0: unlimited)")
