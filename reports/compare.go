@@ -82,7 +82,7 @@ func FloorWatches(r *Report) bool {
 // FloorWatchNote takes the place of "no informers" in the floor's note when
 // the floor held them.
 const FloorWatchNote = "This floor ran with --floor-watch: it also held the informers our controller holds (DaemonSets, revisions, pods, nodes), " +
-	"in a process of its own whose CPU and memory are the floor's, so it pays for reading the cluster as every controller does."
+	"in a process of its own whose CPU is the floor's, so it pays for reading the cluster as every controller does."
 
 // floorNote is note as the report's floor ran: with FloorWatchNote when it
 // held informers.
