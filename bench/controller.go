@@ -152,6 +152,18 @@ type ControllerProcess struct {
 	exitUsage ProcessUsage
 	// apiAccum are the API requests of earlier incarnations, by verb.
 	apiAccum map[string]float64
+	// pprofURL is the running incarnation's /debug/pprof (its ports are
+	// new at each start).
+	pprofURL string
+}
+
+// PprofURL is where the running process serves Go's pprof profiles
+// (/debug/pprof, loopback): ours with --profiling, upstream's
+// kube-controller-manager, and the floor's informers.
+func (p *ControllerProcess) PprofURL() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pprofURL
 }
 
 // ProcessUsage is what a process cost.
@@ -197,7 +209,8 @@ func (c ControllerConfig) args(metricsPort, healthPort int) []string {
 			"--kube-api-burst=" + strconv.Itoa(burst),
 			"--bind-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(metricsPort),
-			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+			// pprof as ours's: unauthenticated on loopback, for a profiled run.
+			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*",
 		}
 	case Floor: // the floor's informers (FloorConfig.Watch): dsbench again
 		return floorInformersArgs(c.Kubeconfig, healthPort)
@@ -400,13 +413,23 @@ func (p *ControllerProcess) start(ctx context.Context) error {
 		p.mu.Unlock()
 		close(done)
 	}()
-	if conf.Which == Upstream {
+	pprofURL := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", ports[0])
+	switch conf.Which {
+	case Upstream:
 		p.metricsURL = fmt.Sprintf("https://127.0.0.1:%d/metrics", ports[0])
 		p.healthURL = fmt.Sprintf("https://127.0.0.1:%d/healthz", ports[0])
-	} else {
+		pprofURL = fmt.Sprintf("https://127.0.0.1:%d/debug/pprof", ports[0])
+	case Floor: // the floor's informers serve /healthz and pprof only
+		p.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0])
+		p.healthURL = fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[1])
+		pprofURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", ports[1])
+	default:
 		p.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0])
 		p.healthURL = fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[1])
 	}
+	p.mu.Lock()
+	p.pprofURL = pprofURL
+	p.mu.Unlock()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if err := httpGet(ctx, p.healthURL, io.Discard); err == nil {

@@ -124,7 +124,7 @@ func TestControllerArgs(t *testing.T) {
 			"--kube-api-burst=100",
 			"--bind-address=127.0.0.1",
 			"--secure-port=PORT",
-			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*",
 		}},
 	}
 	// The floor's informers (--floor-watch) are dsbench again, with none of

@@ -181,6 +181,14 @@ func newFloorController(conf FloorConfig, client kubernetes.Interface, clk clock
 	return f
 }
 
+// PprofURL is where the floor's informers serve pprof; "" without them.
+func (f *floorController) PprofURL() string {
+	if f.informers == nil {
+		return ""
+	}
+	return f.informers.PprofURL()
+}
+
 // startInformers starts (or restarts) the process of the floor's informers
 // and waits until its caches have synced, as a controller's would before
 // it acts.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -35,7 +36,8 @@ func floorInformersArgs(kubeconfig string, healthPort int) []string {
 // them) and does nothing with them until ctx ends: the reading of the
 // cluster that every DaemonSet controller pays for, with none of a
 // controller's work. /healthz on healthAddr answers 200 once every cache
-// has synced, 503 before. At the end it writes to log how many pod and node
+// has synced, 503 before; Go's pprof profiles are under /debug/pprof/ there.
+// At the end it writes to log how many pod and node
 // events its caches received (adds, updates and deletes).
 func RunFloorInformers(ctx context.Context, kubeconfig, healthAddr string, log io.Writer) error {
 	cfg, err := kwok.LoadRESTConfig(kubeconfig)
@@ -63,6 +65,10 @@ func RunFloorInformers(ctx context.Context, kubeconfig, healthAddr string, log i
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
+	// As our controller's --profiling, so that a profiled run (--profile)
+	// can read what the watch alone costs.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -70,6 +70,13 @@ type Config struct {
 	// Variant names what runs in the journals: a broken variant of our
 	// controller, or "correct" (make mutants); "" is the controller's name.
 	Variant string
+	// ProfileDir, when set, receives each run's pprof profiles (Profiles
+	// in the run's report): the controller's, kube-apiserver's, the
+	// harness's and ClusterPprof's, from its first step to its end.
+	ProfileDir string
+	// ClusterPprof are the cluster's other processes to profile (etcd and
+	// kwok on a cluster of ours).
+	ClusterPprof []ProfileTarget
 }
 
 // DefaultGrace is how long a correct controller may take to repair a node
@@ -187,6 +194,7 @@ func (r *Runner) ForWarmup() *Runner {
 		c.conf.LogDir = filepath.Join(c.conf.LogDir, "warmup")
 	}
 	c.conf.JournalDir = ""
+	c.conf.ProfileDir = ""
 	return &c
 }
 
@@ -402,6 +410,12 @@ func (s *runState) play(ctx context.Context) (err error) {
 	}
 	defer s.stopController()
 	s.setupSeconds("setup-controller-start", ctrlStart)
+	var prof *profiler
+	if dir := s.r.conf.ProfileDir; dir != "" {
+		prefix := fmt.Sprintf("%s-%s-%d", s.sc.Metadata.Name, s.which, s.run.Repetition)
+		prof = startProfiler(ctx, dir, prefix, s.profileTargets(), ProfileWindow, s.r.clock)
+		defer func() { s.run.Profiles = prof.finish(ctx) }() // a run that failed early
+	}
 
 	runErr := s.playSteps(ctx, s.sc.Steps, "steps")
 	if runErr == nil {
@@ -410,6 +424,11 @@ func (s *runState) play(ctx context.Context) (err error) {
 	}
 	if runErr == nil {
 		s.waitStatusSettled(ctx)
+	}
+	if prof != nil {
+		// Before collect stops the controller, which would cut its window
+		// in flight; so a profiled run's usage includes that wait.
+		s.run.Profiles = prof.finish(ctx)
 	}
 	s.collect(ctx)
 	return runErr
@@ -874,6 +893,22 @@ func (s *runState) startController(ctx context.Context) error {
 	}
 	s.ctrl = p
 	return nil
+}
+
+// profileTargets are the processes a profiled run reads: the controller
+// (the floor's informers for the floor; nothing for the floor without
+// them or an external controller), kube-apiserver, and the cluster's own.
+func (s *runState) profileTargets() []ProfileTarget {
+	var ts []ProfileTarget
+	if c, ok := s.ctrl.(interface{ PprofURL() string }); ok && c.PprofURL() != "" {
+		name := string(s.which)
+		if s.which == Floor {
+			name = "floor-informers"
+		}
+		ts = append(ts, pprofHTTPTarget(name, c.PprofURL, profileClient))
+	}
+	ts = append(ts, apiserverPprofTarget(s.r.client))
+	return append(ts, s.r.conf.ClusterPprof...)
 }
 
 // proxiedClient is a client with the harness's settings that goes through

@@ -95,6 +95,12 @@ type SuiteConfig struct {
 	Baseline string
 	// JournalDir, when set, receives each run's journal (see Config).
 	JournalDir string
+	// Profile has each measured run take pprof profiles into the profiles
+	// folder of the suite's output (see Config.ProfileDir); ClusterPprof
+	// are the cluster's processes to profile besides the controller and
+	// kube-apiserver.
+	Profile      bool
+	ClusterPprof []ProfileTarget
 	// Progress receives the live display; nil shows nothing.
 	Progress *Progress
 	// RunDone, when set, is told of each run as it ends, before it is saved.
@@ -136,10 +142,13 @@ func RunSuite(ctx context.Context, conf SuiteConfig) (*SuiteResult, error) {
 	runner, err := NewRunner(Config{
 		REST: conf.REST, Kubeconfig: conf.Kubeconfig, OwnsCluster: conf.OwnsCluster, ClusterFaults: conf.ClusterFaults, Controller: conf.Controller,
 		Binaries: conf.Binaries, Nodes: conf.Nodes, LogDir: filepath.Join(out, "logs"), Progress: conf.Progress,
-		JournalDir: conf.JournalDir,
+		JournalDir: conf.JournalDir, ClusterPprof: conf.ClusterPprof,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if conf.Profile {
+		runner.conf.ProfileDir = filepath.Join(out, "profiles")
 	}
 	report := suiteReport(conf, conf.Clock.Now())
 	stampProvenance(report)
@@ -174,6 +183,11 @@ func RunSuite(ctx context.Context, conf SuiteConfig) (*SuiteResult, error) {
 			run := r.Run(ctx, sc, slot.which, slot.rep)
 			if slot.which == Floor {
 				pacer.record(floorConf, &run)
+			}
+			if p := run.Profiles; p != nil {
+				if rel, err := filepath.Rel(out, p.Dir); err == nil && filepath.IsLocal(rel) {
+					p.Dir = rel
+				}
 			}
 			if conf.Progress != nil {
 				conf.Progress.Done()

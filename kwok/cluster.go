@@ -92,7 +92,8 @@ const (
 	// kwok-lease-spread.patch (each node's first lease renewal at a random
 	// point of the interval, so that nodes made together do not renew in
 	// one burst every 50 s), which changes the cluster's load and so is
-	// named in the version string.
+	// named in the version string; and kwok-pprof-cpu.patch (a CPU profile
+	// under /debug/pprof/profile, which v0.8.0 does not serve).
 	KwokWatchResume KwokWatch = "resume"
 )
 
@@ -448,7 +449,7 @@ func waitReady(ctx context.Context, client kubernetes.Interface, alive func() er
 const DeleteCollectionWorkers = 16
 
 func (c *Cluster) kwokctlConfig() ([]byte, error) {
-	disable := true
+	disable, enable := true, true
 	// One replica each: nothing to elect. With a Lease, a leader that
 	// cannot renew it within 10 s exits, and at 5000 nodes the saturated
 	// API server made kube-scheduler do so mid-suite: every later pod that
@@ -490,6 +491,10 @@ func (c *Cluster) kwokctlConfig() ([]byte, error) {
 			// is scaled alike (40 s to 200 s).
 			NodeLeaseDurationSeconds: NodeLeaseDurationSeconds,
 			EnableCRDs:               []string{"Stage"},
+			// kwokctl's default is every interface: etcd without
+			// authentication and kwok's debugging handlers (profiles
+			// included, below) would be open to the network.
+			BindAddress: "127.0.0.1",
 		},
 		ComponentsPatches: []configv1alpha1.ComponentPatches{
 			{Name: "kube-controller-manager", ExtraArgs: kcmArgs},
@@ -497,6 +502,8 @@ func (c *Cluster) kwokctlConfig() ([]byte, error) {
 			// The default of one worker deletes a collection one object
 			// at a time: resetting 2000 pods between runs took 12 s.
 			{Name: "kube-apiserver", ExtraArgs: apiserverArgs},
+			// pprof on etcd's client URL, for a profiled run (loopback).
+			{Name: "etcd", ExtraArgs: []configv1alpha1.ExtraArgs{{Key: "enable-pprof", Value: "true"}}},
 		},
 	}
 	if c.conf.KwokLogLevel != "" {
@@ -519,6 +526,10 @@ func (c *Cluster) kwokctlConfig() ([]byte, error) {
 			NodePlayStageParallelism:         p,
 			NodeLeaseParallelism:             p,
 			DisregardStatusWithLabelSelector: FrozenStatusLabel + "=true",
+			// /debug/pprof on kwok's server (loopback, see BindAddress),
+			// for a profiled run.
+			EnableDebuggingHandlers: &enable,
+			EnableProfilingHandler:  &enable,
 		},
 	}
 	var out bytes.Buffer

@@ -68,7 +68,9 @@ func TestKwokctlConfigTurnsBuiltinDaemonSetControllerOff(t *testing.T) {
 		if off == upstream {
 			t.Errorf("upstream=%v: daemonset controller disabled=%v in\n%s", upstream, off, s)
 		}
-		for _, want := range []string{"runtime: binary", "disableQPSLimits: true", "/bin-dir/kube-apiserver", "/bin-dir/etcd", "kind: KwokConfiguration", "podPlayStageParallelism: 32", "nodeLeaseDurationSeconds: 40", "delete-collection-workers"} {
+		for _, want := range []string{"runtime: binary", "disableQPSLimits: true", "/bin-dir/kube-apiserver", "/bin-dir/etcd", "kind: KwokConfiguration", "podPlayStageParallelism: 32", "nodeLeaseDurationSeconds: 40", "delete-collection-workers",
+			// Loopback only, and the profiles a profiled run reads.
+			"bindAddress: 127.0.0.1", "enable-pprof", "enableDebuggingHandlers: true", "enableProfilingHandler: true"} {
 			if !strings.Contains(s, want) {
 				t.Errorf("config lacks %q:\n%s", want, s)
 			}

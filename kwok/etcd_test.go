@@ -220,3 +220,35 @@ func TestEtcdInt64ReadsStringsAndNumbers(t *testing.T) {
 		t.Errorf("compaction request = %s, %v", out, err)
 	}
 }
+
+func TestKwokServerURLFromRecord(t *testing.T) {
+	record := readRecord(t)
+	const addr = "--server-address=0.0.0.0:32763"
+	if !strings.Contains(record, addr) {
+		t.Fatalf("testdata lacks %q", addr)
+	}
+	edit := func(new string) string { return strings.Replace(record, addr, new, 1) }
+	tests := []struct {
+		name, record, want, wantErr string
+	}{
+		{name: "kwokctl's record (wildcard host)", record: record, want: "http://127.0.0.1:32763"},
+		{name: "loopback", record: edit("--server-address=127.0.0.1:4000"), want: "http://127.0.0.1:4000"},
+		{name: "no port", record: edit("--server-address=127.0.0.1"), wantErr: "want host:port"},
+		{name: "no --server-address", record: edit("--node-port=1"), wantErr: "kwok-controller has no --server-address"},
+		{name: "no kwok controller", record: strings.ReplaceAll(record, "name: kwok-controller", "name: other"), wantErr: "no component kwok-controller"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := kwokServerURLFromRecord([]byte(tt.record))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %q, %v; want an error containing %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}

@@ -241,6 +241,26 @@ type Run struct {
 	// Extra carries further scalar measurements (for example kwok's own
 	// pod throughput); they are summarized and compared like the built-in ones.
 	Extra []ExtraMetric `json:"extra,omitempty"`
+	// Profiles are the pprof profiles a profiled run took (--profile);
+	// absent otherwise. Its times include the profilers' sampling, and its
+	// controller's CPU the wait for the last window (at most 10 s idle).
+	Profiles *Profiles `json:"profiles,omitempty"`
+}
+
+// Profiles are a run's pprof profiles: every process's CPU in back-to-back
+// windows (<run>-<process>-cpu-NNN.pb.gz; `go tool pprof` merges the files
+// it is given) and its heap when the steps began and ended
+// (-heap-start, -heap-end; alloc_space of end minus start is what the run
+// allocated), the harness's CPU in one file.
+type Profiles struct {
+	// Dir holds the files, relative to the report's folder when it is
+	// inside it.
+	Dir   string   `json:"dir"`
+	Files []string `json:"files,omitempty"`
+	// Errors are the processes that could not be profiled, or not every
+	// time, with the first reason (a restarting process, a cluster that does
+	// not serve its profiles).
+	Errors []string `json:"errors,omitempty"`
 }
 
 // ClusterRestart is one component of the cluster found dead during a run.

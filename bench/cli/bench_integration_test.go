@@ -2,9 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -605,4 +607,97 @@ func processesOf(t *testing.T, bin string) []int {
 		}
 	}
 	return pids
+}
+
+// TestProfileReadsEveryProcess plays a profiled run of ours and of the floor
+// that watches, and checks that every process was profiled and that each
+// file is that process's profile: its string table names the process's own
+// code.
+func TestProfileReadsEveryProcess(t *testing.T) {
+	args := clusterArgs(t)
+	self := filepath.Join(t.TempDir(), "dsbench")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", self, "../../cmd/dsbench").CombinedOutput(); err != nil {
+		t.Fatalf("building dsbench: %v\n%s", err, out)
+	}
+	out := t.TempDir()
+	cmd := append([]string{"run", "--out", out, "--nodes", "30", "--repetitions", "1", "--controller", "ours,floor", "--floor-watch",
+		"--warmup", "off", "--profile"}, args...)
+	cmd = append(cmd, "bench-rollout")
+	var stdout, stderr bytes.Buffer
+	err := Main(t.Context(), Env{Stdout: &stdout, Stderr: &stderr, Getenv: os.Getenv, Self: self}, cmd)
+	t.Logf("dsbench %s\nstderr:\n%s", strings.Join(cmd, " "), stderr.String())
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	dir, r := onlyReport(t, out)
+	// What each process's heap profile must name: its own code (the
+	// floor's informers have none but client-go's watches, and are not the
+	// harness, whose runner they would name).
+	code := map[string]string{
+		"ours":            "github.com/dsbench/dsbench/controller.",
+		"floor-informers": "k8s.io/client-go/rest/watch.",
+		"kube-apiserver":  "k8s.io/apiserver/",
+		"etcd":            "go.etcd.io/etcd/server/",
+		"kwok-controller": "sigs.k8s.io/kwok/pkg/kwok/",
+		"harness":         "github.com/dsbench/dsbench/bench.(*runState)",
+	}
+	for _, run := range r.Runs {
+		if !run.OK() {
+			t.Fatalf("%s: %s %s", run.ID(), run.Outcome, run.Error)
+		}
+		p := run.Profiles
+		if p == nil {
+			t.Fatalf("%s: no profiles in the report", run.ID())
+		}
+		if p.Dir != "profiles" || len(p.Errors) > 0 {
+			t.Errorf("%s: profiles in %q with errors %q; want the report's profiles folder and none", run.ID(), p.Dir, p.Errors)
+		}
+		ctrl := map[string]string{"ours": "ours", "floor": "floor-informers"}[run.Controller]
+		for _, proc := range []string{ctrl, "kube-apiserver", "etcd", "kwok-controller", "harness"} {
+			prefix := fmt.Sprintf("bench-rollout-%s-0-%s-", run.Controller, proc)
+			var cpu []string
+			for _, f := range p.Files {
+				if strings.HasPrefix(f, prefix+"cpu") {
+					cpu = append(cpu, f)
+				}
+			}
+			if len(cpu) == 0 {
+				t.Errorf("%s: no CPU profile of %s in %q", run.ID(), proc, p.Files)
+			}
+			for _, f := range append(cpu, prefix+"heap-start.pb.gz", prefix+"heap-end.pb.gz") {
+				text := gunzipFile(t, filepath.Join(dir, p.Dir, f))
+				if !strings.HasSuffix(f, "heap-end.pb.gz") {
+					continue
+				}
+				if !strings.Contains(text, code[proc]) {
+					t.Errorf("%s: %s does not name %q: not %s's profile", run.ID(), f, code[proc], proc)
+				}
+				for other, c := range code {
+					if other != proc && other != "floor-informers" && strings.Contains(text, c) {
+						t.Errorf("%s: %s names %q: %s's profile, not %s's", run.ID(), f, c, other, proc)
+					}
+				}
+			}
+		}
+	}
+}
+
+// gunzipFile is a gzipped file's content; a file that is missing or not
+// gzip fails the test.
+func gunzipFile(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	data, err := io.ReadAll(z)
+	if err != nil || len(data) == 0 {
+		t.Fatalf("%s: %d bytes, %v", path, len(data), err)
+	}
+	return string(data)
 }

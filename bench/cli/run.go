@@ -50,6 +50,7 @@ type runFlags struct {
 	floorQPS      float64
 	floorBind     string
 	floorWatch    bool
+	profile       bool
 }
 
 // register adds the flags of run and bench; defaultBaseline is the baseline
@@ -87,6 +88,7 @@ func (f *runFlags) registerPlay(fs *pflag.FlagSet, env Env, defaultControllers s
 	fs.StringVar(&f.warmup, "warmup", warmupAuto, fmt.Sprintf("play the first scenario once, unmeasured, before the measured runs (the first run on nodes just created is slower for whichever controller plays it): %q, %q, or %q (on from %d nodes)", warmupOn, warmupOff, warmupAuto, warmupAutoNodes))
 	fs.BoolVar(&f.interleave, "interleave", true, "alternate controllers per repetition, each pair of repetitions in an order drawn at random and then in its reverse (A B, B A or B A, A B), so that drift hits both and no controller keeps one place in the suite")
 	fs.Uint64Var(&f.orderSeed, "order-seed", 0, "seed of the interleaved order, recorded in the report (0: drawn at random)")
+	fs.BoolVar(&f.profile, "profile", false, "take pprof profiles of every measured run into OUT/<timestamp>/profiles: CPU in 10-s windows and the heap at the start and end of the steps, of the controller (the floor's informers with --floor-watch), kube-apiserver, the harness, and on a local KWOK cluster etcd and kwok; each run waits for the windows in flight when its steps end, and its times include the sampling")
 	fs.StringVar(&f.record, "record", "", "write a journal of each run's oracle inputs to DIR/<controller>-<scenario>[-<rep>].jsonl.gz (see bench.Replay)")
 }
 
@@ -353,7 +355,24 @@ func (st *stage) suite(nodes int, outDir, journalDir string) bench.SuiteConfig {
 		Progress: bench.NewProgress(env.Stderr, st.interactive),
 		RunDone: func(run reports.Run) {
 			fmt.Fprintf(env.Stderr, "%s: %s (%.1fs)%s\n", run.ID(), run.Outcome, run.End.Sub(run.Start).Seconds(), errSuffix(run.Error))
+			if p := run.Profiles; p != nil {
+				fmt.Fprintf(env.Stderr, "  %d profiles in %s\n", len(p.Files), p.Dir)
+				for _, e := range p.Errors {
+					fmt.Fprintf(env.Stderr, "  not profiled: %s\n", e)
+				}
+			}
 		},
+	}
+	if f.profile {
+		conf.Profile = true
+		if st.cluster != nil {
+			targets, err := st.cluster.PprofTargets()
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "--profile: etcd and kwok will not be profiled: %v\n", err)
+			} else {
+				conf.ClusterPprof = bench.ClusterPprofTargets(targets)
+			}
+		}
 	}
 	if st.cluster != nil {
 		conf.Kwok = &reports.KwokParams{Cluster: f.cluster.name, Parallelism: f.cluster.parallelism, LogLevel: f.cluster.kwokLog, Watch: f.cluster.kwokWatch}

@@ -57,7 +57,7 @@ for bin in kwok kwokctl; do
   mv "$gobin/$bin" "$out/$bin" && rmdir "$gobin" && mark "$bin" "$kwok_stamp"
 done
 
-# kwok-resume is the same kwok controller with three patches:
+# kwok-resume is the same kwok controller with four patches:
 # patches/kwok-watch-resume.patch makes its watches resume from the last
 # resourceVersion they saw, where v0.8.0 starts every watch, each one after a
 # close too, from "0" and works through every object again;
@@ -68,10 +68,13 @@ done
 # nodes made after a 10-s one were taken up 23 s later);
 # patches/kwok-lease-spread.patch makes each node's
 # first lease renewal come at a random point of the renewal interval, so that
-# nodes made together do not all renew within 2 s of each other every 50 s.
+# nodes made together do not all renew within 2 s of each other every 50 s;
+# patches/kwok-pprof-cpu.patch serves a CPU profile (and symbol and trace)
+# beside the named profiles under /debug/pprof/, which v0.8.0's debugging
+# handlers leave out, so that a profiled run (dsbench --profile) reads kwok's CPU.
 # The module comes from the Go module proxy as released; the patches are
 # applied to a copy, in this order.
-resume_patches=("$here/patches/kwok-watch-resume.patch" "$here/patches/kwok-outage-recovery.patch" "$here/patches/kwok-lease-spread.patch")
+resume_patches=("$here/patches/kwok-watch-resume.patch" "$here/patches/kwok-outage-recovery.patch" "$here/patches/kwok-lease-spread.patch" "$here/patches/kwok-pprof-cpu.patch")
 resume_recipe="git apply" # how the patches are applied; part of the stamp
 resume_stamp=$(stamp_of <(echo "$kwok_version $kwok_ldflags $resume_recipe") "${resume_patches[@]}")
 if ! fresh kwok-resume "$resume_stamp"; then
