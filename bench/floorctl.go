@@ -549,7 +549,7 @@ func (f *floorController) input(w *oracle.World, now time.Time) (floor.Input, ma
 				orphans[p.Spec.NodeName] = append(orphans[p.Spec.NodeName], p)
 			}
 		}
-		fd := floor.DaemonSet{Key: key, Strategy: ds.Spec.UpdateStrategy}
+		fd := floor.DaemonSet{Key: key, Strategy: ds.Spec.UpdateStrategy, Nodes: make([]floor.Node, 0, len(nodes))}
 		for _, name := range nodes {
 			mustRun, mayRun, _ := w.Eligibility(key, name)
 			pods, orph := byNode[name], orphans[name]
@@ -558,21 +558,25 @@ func (f *floorController) input(w *oracle.World, now time.Time) (floor.Input, ma
 			}
 			_, creating := f.creating[key+"|"+name]
 			n := floor.Node{Name: name, MustRun: mustRun, MayRun: mayRun, Creating: creating}
-			add := func(p *corev1.Pod, orphan bool) {
-				pk := p.Namespace + "/" + p.Name
+			if len(pods)+len(orph) > 0 {
+				n.Pods = make([]floor.Pod, 0, len(pods)+len(orph))
+			}
+			add := func(pk string, p *corev1.Pod, readySince time.Time, orphan bool) {
 				uids[pk] = p.UID
 				_, del := f.deleting[pk]
-				ready := !w.PodReadySince(pk).IsZero()
+				ready := !readySince.IsZero()
 				n.Pods = append(n.Pods, floor.Pod{Key: pk, Created: p.CreationTimestamp.Time, Current: rev.matches(p),
 					Terminal:    p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded,
 					Terminating: p.DeletionTimestamp != nil, Deleting: del,
-					Ready: ready, Available: ready && w.PodAvailable(pk, minReady, now), Orphan: orphan})
+					// As World.PodAvailable, from the readiness in hand.
+					Ready: ready, Available: ready && !readySince.Add(minReady).After(now), Orphan: orphan})
 			}
 			for _, p := range pods {
-				add(p, false)
+				add(p.Key, p.Pod, p.ReadySince, false)
 			}
 			for _, p := range orph {
-				add(p, true)
+				pk := p.Namespace + "/" + p.Name
+				add(pk, p, w.PodReadySince(pk), true)
 			}
 			fd.Nodes = append(fd.Nodes, n)
 		}

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	core "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -280,5 +281,52 @@ func TestFloorPacingByNodes(t *testing.T) {
 		if got := FloorPacings(tc.nodes); !slices.Equal(got, tc.search) {
 			t.Errorf("FloorPacings(%d) = %v, want %v", tc.nodes, got, tc.search)
 		}
+	}
+}
+
+// BenchmarkFloorInput is the floor's read of the oracle's view before each
+// plan, at 5000 nodes with one DaemonSet whose pods are all Ready and
+// current: the snapshot the floor takes on the goroutine that feeds the
+// oracle, as often as every 20 ms.
+func BenchmarkFloorInput(b *testing.B) {
+	const nodes = 5000
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := oracle.NewWorld()
+	apply := func(o runtime.Object) {
+		if err := w.Apply(oracle.Event{Time: t0, Kind: oracle.Added, Object: o}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	labels := map[string]string{"app": "agent"}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent", UID: "ds-uid"},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}}}}
+	apply(ds)
+	hash := oracle.CurrentHash(ds)
+	for i := range nodes {
+		name := fmt.Sprintf("node-%05d", i)
+		apply(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		apply(&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent-" + name, UID: types.UID("uid-" + name),
+				Labels:          map[string]string{"app": "agent", appsv1.DefaultDaemonSetUniqueLabelKey: hash},
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))}},
+			Spec: corev1.PodSpec{NodeName: name},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning,
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		})
+	}
+	f := newFloorController(FloorConfig{}, fake.NewClientset(), clocktesting.NewFakeClock(t0), "", nil, nil)
+	in, _, _ := f.input(w, t0)
+	if len(in.DaemonSets) != 1 || len(in.DaemonSets[0].Nodes) != nodes {
+		b.Fatalf("input has %d DaemonSets, want one with %d nodes", len(in.DaemonSets), nodes)
+	}
+	for _, n := range in.DaemonSets[0].Nodes {
+		if len(n.Pods) != 1 || !n.Pods[0].Ready || !n.Pods[0].Current || !n.MustRun {
+			b.Fatalf("node %s: %+v, want one Ready, current pod where it must run", n.Name, n)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		f.input(w, t0)
 	}
 }

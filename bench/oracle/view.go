@@ -1,6 +1,8 @@
 package oracle
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,19 +12,41 @@ import (
 // (the harness's floor): what each DaemonSet controls, where it must run and
 // which orphans it could adopt, computed as the Checker computes them.
 
+// OwnedPod is a pod of a DaemonSet in the view: its namespace/name, the
+// object (the view's: do not mutate it), and when it became Ready as the
+// Checker judges it (zero while it is not; see PodReadySince).
+type OwnedPod struct {
+	Key        string
+	Pod        *corev1.Pod
+	ReadySince time.Time
+}
+
 // PodsByNode returns the pods the live DaemonSet key controls, by target
-// node ("" for pods without one), each list sorted by key. The pods are the
-// view's: do not mutate them.
-func (w *World) PodsByNode(key string) map[string][]*corev1.Pod {
+// node ("" for pods without one), each list sorted by key. The floor reads
+// it for every node at every plan, so it allocates one slice for all the
+// pods and sorts only the nodes that have more than one.
+func (w *World) PodsByNode(key string) map[string][]OwnedPod {
 	e, ok := w.dss[key]
 	if !ok {
 		return nil
 	}
-	out := map[string][]*corev1.Pod{}
-	for node, pods := range w.owned[e.ds.UID] {
-		for _, p := range sortedValues(pods) {
-			out[node] = append(out[node], p.pod)
+	byNode := w.owned[e.ds.UID]
+	total := 0
+	for _, pods := range byNode {
+		total += len(pods)
+	}
+	all := make([]OwnedPod, 0, total)
+	out := make(map[string][]OwnedPod, len(byNode))
+	for node, pods := range byNode {
+		start := len(all)
+		for _, p := range pods {
+			all = append(all, OwnedPod{Key: p.key, Pod: p.pod, ReadySince: p.readySince})
 		}
+		list := all[start:len(all):len(all)]
+		if len(list) > 1 {
+			slices.SortFunc(list, func(a, b OwnedPod) int { return strings.Compare(a.Key, b.Key) })
+		}
+		out[node] = list
 	}
 	return out
 }

@@ -47,9 +47,15 @@ func TestWorldView(t *testing.T) {
 	}
 	var names []string
 	for _, p := range w.PodsByNode(dsKey)["n1"] {
-		names = append(names, p.Name)
+		ready := "not ready"
+		if p.ReadySince.Equal(at(1)) {
+			ready = "ready at 1"
+		} else if !p.ReadySince.IsZero() {
+			ready = "ready at " + p.ReadySince.String()
+		}
+		names = append(names, p.Key+" "+p.Pod.Name+" "+ready)
 	}
-	if diff := cmp.Diff([]string{"a", "b"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"default/a a not ready", "default/b b ready at 1"}, names); diff != "" {
 		t.Errorf("PodsByNode n1 (-want +got):\n%s", diff)
 	}
 	if must, may, ok := w.Eligibility(dsKey, "n2"); must || !may || !ok {
