@@ -743,7 +743,7 @@ func (s *runState) createPools(ctx context.Context) error {
 			}
 		}
 		if p := s.r.conf.Progress; p != nil {
-			p.Status(fmt.Sprintf("%d/%d nodes Ready and schedulable", ready, total))
+			p.Status(func() string { return fmt.Sprintf("%d/%d nodes Ready and schedulable", ready, total) })
 		}
 		return ready >= total, nil
 	})
@@ -975,7 +975,7 @@ func (s *runState) observe(ctx context.Context, quit <-chan struct{}) {
 				go s.nudge(ctx, key)
 			}
 			if p := s.r.conf.Progress; p != nil {
-				p.Status(s.core.Status())
+				p.Status(s.core.Status)
 			}
 		}
 	}
