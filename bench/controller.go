@@ -159,7 +159,7 @@ type ControllerProcess struct {
 
 // PprofURL is where the running process serves Go's pprof profiles
 // (/debug/pprof, loopback): ours with --profiling, upstream's
-// kube-controller-manager, and the floor's informers.
+// kube-controller-manager, and the floor's informers; "" once it exited.
 func (p *ControllerProcess) PprofURL() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -209,7 +209,8 @@ func (c ControllerConfig) args(metricsPort, healthPort int) []string {
 			"--kube-api-burst=" + strconv.Itoa(burst),
 			"--bind-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(metricsPort),
-			// pprof as ours's: unauthenticated on loopback, for a profiled run.
+			// pprof as ours's (always served, unauthenticated, on loopback
+			// only), which a profiled run (--profile) reads.
 			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*",
 		}
 	case Floor: // the floor's informers (FloorConfig.Watch): dsbench again
@@ -410,6 +411,7 @@ func (p *ControllerProcess) start(ctx context.Context) error {
 		p.mu.Lock()
 		u.PeakRSSBytes = exitPeakRSS(u.PeakRSSBytes, p.lastUsage.PeakRSSBytes)
 		p.waitErr, p.exitUsage = err, u
+		p.pprofURL = "" // until a restart serves it again
 		p.mu.Unlock()
 		close(done)
 	}()

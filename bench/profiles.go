@@ -42,7 +42,7 @@ type ProfileTarget struct {
 
 // pprofHTTPTarget fetches from base (a /debug/pprof URL) as base() says
 // at each request: a controller's ports are new when it restarts, and ""
-// means it is not running.
+// means it is not running (a fetch then fails and is counted).
 func pprofHTTPTarget(name string, base func() string, client *http.Client) ProfileTarget {
 	return ProfileTarget{Name: name, Fetch: func(ctx context.Context, profile string, seconds int, w io.Writer) error {
 		url := base()
@@ -71,10 +71,14 @@ func pprofHTTPTarget(name string, base func() string, client *http.Client) Profi
 	}}
 }
 
+// profileFetchSlack is how long a profile may take to encode and fetch
+// beyond its window.
+const profileFetchSlack = 30 * time.Second
+
 // profileClient fetches a CPU window and the time to encode it; it
 // trusts the self-signed port of upstream's controller, on loopback only.
 var profileClient = &http.Client{
-	Timeout:   ProfileWindow + 30*time.Second,
+	Timeout:   ProfileWindow + profileFetchSlack,
 	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback only
 }
 
@@ -184,7 +188,11 @@ func (p *profiler) cpuWindows(ctx context.Context, t ProfileTarget) {
 func (p *profiler) take(ctx context.Context, t ProfileTarget, profile string, seconds int, suffix string) bool {
 	name := fmt.Sprintf("%s-%s-%s.pb.gz", p.prefix, t.Name, suffix)
 	var buf bytes.Buffer
-	err := t.Fetch(ctx, profile, seconds, &buf)
+	// Bounded whatever the target's client does, so that finish waits at
+	// most a window and the time to fetch it.
+	fctx, cancel := context.WithTimeout(ctx, p.window+profileFetchSlack)
+	defer cancel()
+	err := t.Fetch(fctx, profile, seconds, &buf)
 	if err == nil {
 		err = checkProfile(buf.Bytes())
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -72,6 +73,12 @@ func (w *windowedTarget) target(name string) ProfileTarget {
 }
 
 func TestProfilerTakesWindowsUntilFinishAndRecordsFailures(t *testing.T) {
+	// The harness's own CPU profile is the process's: `go test -cpuprofile`
+	// holds it already.
+	if err := pprof.StartCPUProfile(io.Discard); err != nil {
+		t.Skipf("a CPU profile runs already: %v", err)
+	}
+	pprof.StopCPUProfile()
 	dir := t.TempDir()
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	good := &windowedTarget{t: t, release: make(chan struct{})}

@@ -184,16 +184,18 @@ func RunSuite(ctx context.Context, conf SuiteConfig) (*SuiteResult, error) {
 			if slot.which == Floor {
 				pacer.record(floorConf, &run)
 			}
-			if p := run.Profiles; p != nil {
-				if rel, err := filepath.Rel(out, p.Dir); err == nil && filepath.IsLocal(rel) {
-					p.Dir = rel
-				}
-			}
+
 			if conf.Progress != nil {
 				conf.Progress.Done()
 			}
 			if conf.RunDone != nil {
 				conf.RunDone(run)
+			}
+			if p := run.Profiles; p != nil {
+				// Relative in the report, which moves with its folder.
+				if rel, err := filepath.Rel(out, p.Dir); err == nil && filepath.IsLocal(rel) {
+					p.Dir = rel
+				}
 			}
 			report.Runs = append(report.Runs, run)
 			if err := save(); err != nil {

@@ -609,8 +609,9 @@ func processesOf(t *testing.T, bin string) []int {
 	return pids
 }
 
-// TestProfileReadsEveryProcess plays a profiled run of ours and of the floor
-// that watches, and checks that every process was profiled and that each
+// TestProfileReadsEveryProcess plays a profiled run of ours, of upstream (its
+// pprof let through on a self-signed port) and of the floor that watches,
+// and checks that every process was profiled and that each
 // file is that process's profile: its string table names the process's own
 // code.
 func TestProfileReadsEveryProcess(t *testing.T) {
@@ -620,7 +621,7 @@ func TestProfileReadsEveryProcess(t *testing.T) {
 		t.Fatalf("building dsbench: %v\n%s", err, out)
 	}
 	out := t.TempDir()
-	cmd := append([]string{"run", "--out", out, "--nodes", "30", "--repetitions", "1", "--controller", "ours,floor", "--floor-watch",
+	cmd := append([]string{"run", "--out", out, "--nodes", "30", "--repetitions", "1", "--controller", "ours,upstream,floor", "--floor-watch",
 		"--warmup", "off", "--profile"}, args...)
 	cmd = append(cmd, "bench-rollout")
 	var stdout, stderr bytes.Buffer
@@ -635,8 +636,9 @@ func TestProfileReadsEveryProcess(t *testing.T) {
 	// harness, whose runner they would name).
 	code := map[string]string{
 		"ours":            "github.com/dsbench/dsbench/controller.",
+		"upstream":        "k8s.io/kubernetes/pkg/controller/daemon.",
 		"floor-informers": "k8s.io/client-go/rest/watch.",
-		"kube-apiserver":  "k8s.io/apiserver/",
+		"kube-apiserver":  "k8s.io/apiserver/pkg/endpoints/handlers.",
 		"etcd":            "go.etcd.io/etcd/server/",
 		"kwok-controller": "sigs.k8s.io/kwok/pkg/kwok/",
 		"harness":         "github.com/dsbench/dsbench/bench.(*runState)",
@@ -652,7 +654,7 @@ func TestProfileReadsEveryProcess(t *testing.T) {
 		if p.Dir != "profiles" || len(p.Errors) > 0 {
 			t.Errorf("%s: profiles in %q with errors %q; want the report's profiles folder and none", run.ID(), p.Dir, p.Errors)
 		}
-		ctrl := map[string]string{"ours": "ours", "floor": "floor-informers"}[run.Controller]
+		ctrl := map[string]string{"ours": "ours", "upstream": "upstream", "floor": "floor-informers"}[run.Controller]
 		for _, proc := range []string{ctrl, "kube-apiserver", "etcd", "kwok-controller", "harness"} {
 			prefix := fmt.Sprintf("bench-rollout-%s-0-%s-", run.Controller, proc)
 			var cpu []string
