@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -660,16 +661,26 @@ var insecureClient = &http.Client{
 }
 
 func httpGet(ctx context.Context, url string, w io.Writer) error {
+	return httpGetWith(ctx, insecureClient, url, w)
+}
+
+// httpGetWith copies url's body to w; any status but 200 is an error that
+// quotes the start of the body.
+func httpGetWith(ctx context.Context, client *http.Client, url string, w io.Writer) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := insecureClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		if msg = bytes.TrimSpace(msg); len(msg) > 0 {
+			return fmt.Errorf("%s: %s: %s", url, resp.Status, msg)
+		}
 		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	_, err = io.Copy(w, resp.Body)

@@ -53,21 +53,7 @@ func pprofHTTPTarget(name string, base func() string, client *http.Client) Profi
 		if seconds > 0 {
 			url += "?seconds=" + strconv.Itoa(seconds)
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
-			return fmt.Errorf("%s: %s: %s", url, resp.Status, bytes.TrimSpace(msg))
-		}
-		_, err = io.Copy(w, resp.Body)
-		return err
+		return httpGetWith(ctx, client, url, w)
 	}}
 }
 

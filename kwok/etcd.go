@@ -106,14 +106,24 @@ func etcdBaseURL(server string) (string, error) {
 		// need the client certificate that the API server uses.
 		return "", fmt.Errorf("etcd server %q: scheme %q, want http (TLS is not supported)", server, u.Scheme)
 	}
-	host, port, err := net.SplitHostPort(u.Host)
-	if err != nil || port == "" {
+	addr, ok := dialable(u.Host)
+	if !ok {
 		return "", fmt.Errorf("etcd server %q: want host:port", server)
+	}
+	return "http://" + addr, nil
+}
+
+// dialable is a listen address as a client dials it: host:port with a
+// wildcard host (or none) replaced by 127.0.0.1; false without a port.
+func dialable(addr string) (string, bool) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return "", false
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, port), nil
+	return net.JoinHostPort(host, port), true
 }
 
 // etcdCompactTimeout bounds each request to etcd's gateway. A physical

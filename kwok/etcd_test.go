@@ -53,15 +53,7 @@ func TestEtcdURLFromRecord(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := etcdURLFromRecord([]byte(tt.record))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("got %q, %v; want an error containing %q", got, err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
-			}
+			checkURL(t, got, err, tt.want, tt.wantErr)
 		})
 	}
 }
@@ -240,15 +232,22 @@ func TestKwokServerURLFromRecord(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := kwokServerURLFromRecord([]byte(tt.record))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("got %q, %v; want an error containing %q", got, err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
-			}
+			checkURL(t, got, err, tt.want, tt.wantErr)
 		})
+	}
+}
+
+// checkURL checks a URL read from kwokctl's record: want, or an error
+// containing wantErr when it is set.
+func checkURL(t *testing.T, got string, err error, want, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("got %q, %v; want an error containing %q", got, err, wantErr)
+		}
+		return
+	}
+	if err != nil || got != want {
+		t.Fatalf("got %q, %v; want %q", got, err, want)
 	}
 }

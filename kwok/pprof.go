@@ -2,7 +2,6 @@ package kwok
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"strings"
 )
@@ -65,14 +64,11 @@ func kwokServerURLFromRecord(data []byte) (string, error) {
 		if addr == "" {
 			return "", fmt.Errorf("component %s has no --server-address argument", ComponentKwokController)
 		}
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil || port == "" {
+		hostPort, ok := dialable(addr)
+		if !ok {
 			return "", fmt.Errorf("%s --server-address %q: want host:port", ComponentKwokController, addr)
 		}
-		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-			host = "127.0.0.1"
-		}
-		return "http://" + net.JoinHostPort(host, port), nil
+		return "http://" + hostPort, nil
 	}
 	return "", fmt.Errorf("no component %s", ComponentKwokController)
 }
