@@ -90,7 +90,7 @@ verify: ## gofmt, go vet, and go mod tidy leaving no diff.
 # Minimizing a new input may otherwise take a minute of a short run.
 FUZZ_FLAGS = -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 5s
 
-fuzz: ## Fuzz the planner, the scenario and manifest loaders, the audit log check, the cgroup reader, and the event correlator against client-go's, for FUZZTIME each (default 30s).
+fuzz: ## Fuzz the planner, the scenario and manifest loaders, the audit log check, the cgroup reader, the event correlator against client-go's, and the floor's kept view against a whole read, for FUZZTIME each (default 30s).
 	$(GO) test ./controller/plan -run '^$$' -fuzz FuzzComputeInvariants $(FUZZ_FLAGS)
 	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzLoad$$' $(FUZZ_FLAGS)
 	$(GO) test ./scenarios -run '^$$' -fuzz '^FuzzManifest$$' $(FUZZ_FLAGS)
@@ -98,6 +98,7 @@ fuzz: ## Fuzz the planner, the scenario and manifest loaders, the audit log chec
 	$(GO) test ./bench/audit -run '^$$' -fuzz '^FuzzCheckAgreesWithReference$$' $(FUZZ_FLAGS)
 	$(GO) test ./cmd/daemonset-controller -run '^$$' -fuzz '^FuzzCgroupMemoryLimit$$' $(FUZZ_FLAGS)
 	$(GO) test ./controller/internal/eventsink -run '^$$' -fuzz '^FuzzCorrelatorAsClientGo$$' $(FUZZ_FLAGS)
+	$(GO) test ./bench -run '^$$' -fuzz '^FuzzFloorViewMatchesAWholeRead$$' $(FUZZ_FLAGS)
 
 clean: cleanup-test-clusters ## Stop clusters and remove build outputs and reports (keeps the control-plane cache).
 	@$(CACHE)/dsbench cluster down --all 2>/dev/null || true

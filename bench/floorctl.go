@@ -140,6 +140,9 @@ type floorController struct {
 	adopting map[string]floorExpectation // pod key
 	requests map[string]float64          // by HTTP method
 	dirty    bool                        // a call ended since the last plan
+	// view is the floor's read of the oracle's view, kept between plans;
+	// only input and planCalls use it, one after the other.
+	view floorView
 
 	// informers is the process holding the floor's informers (Watch), and
 	// informersConf how to start it; nil without Watch.
@@ -218,6 +221,7 @@ func (f *floorController) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.creating, f.deleting, f.adopting = map[string]floorExpectation{}, map[string]floorExpectation{}, map[string]floorExpectation{}
+	f.view = floorView{}
 }
 
 // Restart starts the loop (again); a restarted floor remembers nothing, as a
@@ -348,7 +352,6 @@ func (f *floorController) loop(ctx context.Context) {
 		var (
 			in     floor.Input
 			dss    map[string]*appsv1.DaemonSet
-			uids   map[string]types.UID
 			replan bool
 		)
 		f.snapshot(func(w *oracle.World, observed int) {
@@ -360,7 +363,7 @@ func (f *floorController) loop(ctx context.Context) {
 				return
 			}
 			lastObserved = observed
-			in, dss, uids = f.input(w, now)
+			in, dss = f.input(w, now)
 		})
 		if !replan {
 			continue
@@ -370,7 +373,7 @@ func (f *floorController) loop(ctx context.Context) {
 		// more than a third of the time there.
 		gap = max(floorTick, 3*f.clock.Since(now))
 		plan := floor.Compute(in)
-		for _, call := range f.planCalls(plan, dss, uids) {
+		for _, call := range f.planCalls(plan, dss) {
 			if free == 0 || f.conf.QPS > 0 && tokens < 1 {
 				break
 			}
@@ -395,6 +398,7 @@ type floorCall struct {
 	key  string // expectation key: "<ds>|<node>" for creates, the pod for the rest
 	ds   *appsv1.DaemonSet
 	node string
+	hash string    // a create's: the DaemonSet's current hash
 	pod  string    // namespace/name
 	uid  types.UID // the pod's, for deletes and adoptions
 }
@@ -408,17 +412,18 @@ const (
 )
 
 // planCalls orders a plan's calls: deletes first (they free nodes for the
-// rollout), then creates, then adoptions.
-func (f *floorController) planCalls(plan floor.Plan, dss map[string]*appsv1.DaemonSet, uids map[string]types.UID) []floorCall {
+// rollout), then creates, then adoptions. It reads the view of the plan's
+// input: call it before the next input.
+func (f *floorController) planCalls(plan floor.Plan, dss map[string]*appsv1.DaemonSet) []floorCall {
 	var out []floorCall
 	for _, d := range plan.Deletes {
-		out = append(out, floorCall{kind: floorDelete, key: d.Pod, ds: dss[d.DaemonSet], pod: d.Pod, uid: uids[d.Pod]})
+		out = append(out, floorCall{kind: floorDelete, key: d.Pod, ds: dss[d.DaemonSet], pod: d.Pod, uid: f.view.uid(d.DaemonSet, d.Pod)})
 	}
 	for _, c := range plan.Creates {
-		out = append(out, floorCall{kind: floorCreate, key: c.DaemonSet + "|" + c.Node, ds: dss[c.DaemonSet], node: c.Node})
+		out = append(out, floorCall{kind: floorCreate, key: c.DaemonSet + "|" + c.Node, ds: dss[c.DaemonSet], node: c.Node, hash: f.view.hash(c.DaemonSet)})
 	}
 	for _, a := range plan.Adopts {
-		out = append(out, floorCall{kind: floorAdopt, key: a.Pod, ds: dss[a.DaemonSet], pod: a.Pod, uid: uids[a.Pod]})
+		out = append(out, floorCall{kind: floorAdopt, key: a.Pod, ds: dss[a.DaemonSet], pod: a.Pod, uid: f.view.uid(a.DaemonSet, a.Pod)})
 	}
 	return out
 }
@@ -459,7 +464,7 @@ func (f *floorController) do(ctx context.Context, c floorCall) {
 	case floorCreate:
 		method = "POST"
 		var p *corev1.Pod
-		p, err = f.client.CoreV1().Pods(c.ds.Namespace).Create(ctx, floor.NewPod(c.ds, c.node, f.conf.bind()), metav1.CreateOptions{})
+		p, err = f.client.CoreV1().Pods(c.ds.Namespace).Create(ctx, floor.NewPod(c.ds, c.hash, c.node, f.conf.bind()), metav1.CreateOptions{})
 		if err == nil {
 			created = p.Namespace + "/" + p.Name
 		}
@@ -506,7 +511,7 @@ func (f *floorController) do(ctx context.Context, c floorCall) {
 
 // input builds the planner's input from the view and settles the
 // expectations the view now shows. Called on the observe goroutine.
-func (f *floorController) input(w *oracle.World, now time.Time) (floor.Input, map[string]*appsv1.DaemonSet, map[string]types.UID) {
+func (f *floorController) input(w *oracle.World, now time.Time) (floor.Input, map[string]*appsv1.DaemonSet) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for key, e := range f.creating {
@@ -530,59 +535,7 @@ func (f *floorController) input(w *oracle.World, now time.Time) (floor.Input, ma
 			delete(f.adopting, key)
 		}
 	}
-	var in floor.Input
-	dss := map[string]*appsv1.DaemonSet{}
-	uids := map[string]types.UID{}
-	nodes := w.NodeNames()
-	for _, key := range w.DaemonSetKeys() {
-		ds, _ := w.DaemonSet(key)
-		if ds.DeletionTimestamp != nil {
-			continue
-		}
-		dss[key] = ds
-		rev := floorRevision{hash: oracle.CurrentHash(ds), generation: ds.Annotations[appsv1.DeprecatedTemplateGeneration]}
-		minReady := time.Duration(ds.Spec.MinReadySeconds) * time.Second
-		byNode := w.PodsByNode(key)
-		orphans := map[string][]*corev1.Pod{}
-		for _, p := range w.Orphans(key) {
-			if _, ok := f.adopting[p.Namespace+"/"+p.Name]; !ok && p.Spec.NodeName != "" {
-				orphans[p.Spec.NodeName] = append(orphans[p.Spec.NodeName], p)
-			}
-		}
-		fd := floor.DaemonSet{Key: key, Strategy: ds.Spec.UpdateStrategy, Nodes: make([]floor.Node, 0, len(nodes))}
-		for _, name := range nodes {
-			mustRun, mayRun, _ := w.Eligibility(key, name)
-			pods, orph := byNode[name], orphans[name]
-			if !mayRun && len(pods)+len(orph) == 0 {
-				continue
-			}
-			_, creating := f.creating[key+"|"+name]
-			n := floor.Node{Name: name, MustRun: mustRun, MayRun: mayRun, Creating: creating}
-			if len(pods)+len(orph) > 0 {
-				n.Pods = make([]floor.Pod, 0, len(pods)+len(orph))
-			}
-			add := func(pk string, p *corev1.Pod, readySince time.Time, orphan bool) {
-				uids[pk] = p.UID
-				_, del := f.deleting[pk]
-				ready := !readySince.IsZero()
-				n.Pods = append(n.Pods, floor.Pod{Key: pk, Created: p.CreationTimestamp.Time, Current: rev.matches(p),
-					Terminal:    p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded,
-					Terminating: p.DeletionTimestamp != nil, Deleting: del,
-					// As World.PodAvailable, from the readiness in hand.
-					Ready: ready, Available: ready && !readySince.Add(minReady).After(now), Orphan: orphan})
-			}
-			for _, p := range pods {
-				add(p.Key, p.Pod, p.ReadySince, false)
-			}
-			for _, p := range orph {
-				pk := p.Namespace + "/" + p.Name
-				add(pk, p, w.PodReadySince(pk), true)
-			}
-			fd.Nodes = append(fd.Nodes, n)
-		}
-		in.DaemonSets = append(in.DaemonSets, fd)
-	}
-	return in, dss, uids
+	return f.view.read(w, now, floorExpectations{creating: f.creating, deleting: f.deleting, adopting: f.adopting})
 }
 
 // floorRevision is a DaemonSet's current revision as its pods' labels carry

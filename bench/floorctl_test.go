@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,9 +63,9 @@ func testFloorExpectations(t *testing.T, bind floor.Binding) {
 	f := newFloorController(FloorConfig{Bind: bind}, client, clk, "", nil, nil)
 
 	step := func() []floorCall {
-		in, dss, uids := f.input(w, clk.Now())
+		in, dss := f.input(w, clk.Now())
 		var issued []floorCall
-		for _, c := range f.planCalls(floor.Compute(in), dss, uids) {
+		for _, c := range f.planCalls(floor.Compute(in), dss) {
 			if f.expect(c) {
 				f.do(t.Context(), c)
 				issued = append(issued, c)
@@ -93,6 +94,9 @@ func testFloorExpectations(t *testing.T, bind floor.Binding) {
 			node = p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values[0]
 		}
 		nodes = append(nodes, node)
+		if got, want := p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey], oracle.CurrentHash(ds); got != want {
+			t.Errorf("pod %s has hash %q, want the DaemonSet's current %q", p.Name, got, want)
+		}
 		apply(oracle.Added, p)
 	}
 	if diff := cmp.Diff([]string{"n1", "n2"}, nodes); diff != "" {
@@ -209,9 +213,9 @@ func TestFloorExpectationsInFlight(t *testing.T) {
 	// plan returns the creates the next plan would issue, recording them as
 	// under way (not calling the API).
 	plan := func() []floorCall {
-		in, dss, uids := f.input(w, clk.Now())
+		in, dss := f.input(w, clk.Now())
 		var issued []floorCall
-		for _, c := range f.planCalls(floor.Compute(in), dss, uids) {
+		for _, c := range f.planCalls(floor.Compute(in), dss) {
 			if f.expect(c) {
 				issued = append(issued, c)
 			}
@@ -287,7 +291,10 @@ func TestFloorPacingByNodes(t *testing.T) {
 // BenchmarkFloorInput is the floor's read of the oracle's view before each
 // plan, at 5000 nodes with one DaemonSet whose pods are all Ready and
 // current: the snapshot the floor takes on the goroutine that feeds the
-// oracle, as often as every 20 ms.
+// oracle, as often as every 20 ms. whole reads every node (the first read,
+// and every read before the view was kept); touched=N after N pods' status
+// changed, as kwok changes them while it starts pods (the events' own cost
+// is not counted).
 func BenchmarkFloorInput(b *testing.B) {
 	const nodes = 5000
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -303,10 +310,11 @@ func BenchmarkFloorInput(b *testing.B) {
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}}}}
 	apply(ds)
 	hash := oracle.CurrentHash(ds)
+	var pods []*corev1.Pod
 	for i := range nodes {
 		name := fmt.Sprintf("node-%05d", i)
 		apply(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
-		apply(&corev1.Pod{
+		pods = append(pods, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "agent-" + name, UID: types.UID("uid-" + name),
 				Labels:          map[string]string{"app": "agent", appsv1.DefaultDaemonSetUniqueLabelKey: hash},
 				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))}},
@@ -314,9 +322,10 @@ func BenchmarkFloorInput(b *testing.B) {
 			Status: corev1.PodStatus{Phase: corev1.PodRunning,
 				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 		})
+		apply(pods[i])
 	}
 	f := newFloorController(FloorConfig{}, fake.NewClientset(), clocktesting.NewFakeClock(t0), "", nil, nil)
-	in, _, _ := f.input(w, t0)
+	in, _ := f.input(w, t0)
 	if len(in.DaemonSets) != 1 || len(in.DaemonSets[0].Nodes) != nodes {
 		b.Fatalf("input has %d DaemonSets, want one with %d nodes", len(in.DaemonSets), nodes)
 	}
@@ -325,8 +334,37 @@ func BenchmarkFloorInput(b *testing.B) {
 			b.Fatalf("node %s: %+v, want one Ready, current pod where it must run", n.Name, n)
 		}
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		f.input(w, t0)
+	b.Run("whole", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			f.view = floorView{}
+			f.input(w, t0)
+		}
+	})
+	// The plan made of the read, for scale: both run for every plan.
+	b.Run("plan", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			floor.Compute(in)
+		}
+	})
+	for _, touched := range []int{1, 50} {
+		b.Run(fmt.Sprintf("touched=%d", touched), func(b *testing.B) {
+			b.ReportAllocs()
+			next := 0
+			for b.Loop() {
+				b.StopTimer()
+				for range touched {
+					p := pods[next%nodes].DeepCopy()
+					p.ResourceVersion = strconv.Itoa(next)
+					next++
+					if err := w.Apply(oracle.Event{Time: t0, Kind: oracle.Modified, Object: p}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				f.input(w, t0)
+			}
+		})
 	}
 }

@@ -140,8 +140,13 @@ type nodeState struct {
 }
 
 func planDaemonSet(ds DaemonSet, p *Plan) {
-	nodes := slices.Clone(ds.Nodes)
-	slices.SortFunc(nodes, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
+	// The input is read only; it comes sorted from the harness's view.
+	nodes := ds.Nodes
+	byName := func(a, b Node) int { return cmp.Compare(a.Name, b.Name) }
+	if !slices.IsSortedFunc(nodes, byName) {
+		nodes = slices.Clone(nodes)
+		slices.SortFunc(nodes, byName)
+	}
 	surge := surges(ds.Strategy)
 	deleted := map[string]bool{}
 	del := func(node string, pod *Pod, r Reason) {
@@ -159,12 +164,17 @@ func planDaemonSet(ds DaemonSet, p *Plan) {
 			}
 		}
 	}()
-	var must []nodeState
+	must := make([]nodeState, 0, len(nodes))
+	var activeBuf []*Pod // one node's active pods, reused: none outlives its node
+	byAge := func(a, b Pod) int { return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Key, b.Key)) }
 	for i := range nodes {
 		n := &nodes[i]
-		pods := slices.Clone(n.Pods)
-		slices.SortFunc(pods, func(a, b Pod) int { return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Key, b.Key)) })
-		var active []*Pod
+		pods := n.Pods
+		if !slices.IsSortedFunc(pods, byAge) {
+			pods = slices.Clone(pods)
+			slices.SortFunc(pods, byAge)
+		}
+		active := activeBuf[:0]
 		unseenDelete := false // a delete of an active pod that the view does not show yet
 		terminating := false  // a pod that is not Failed or Succeeded still terminates
 		for j := range pods {
@@ -186,6 +196,7 @@ func planDaemonSet(ds DaemonSet, p *Plan) {
 				active = append(active, pod)
 			}
 		}
+		activeBuf = active
 		switch {
 		case !n.MayRun:
 			continue

@@ -7,8 +7,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/dsbench/dsbench/bench/oracle"
 )
 
 // templateGenerationLabel is upstream's pod-template-generation label
@@ -41,13 +39,15 @@ func ParseBinding(s string) (Binding, error) {
 // would: the template's metadata and spec, the tolerations every daemon pod
 // gets, the revision labels the oracle compares, a controller reference to
 // the DaemonSet, and spec.nodeName or the node-affinity pin as bind says.
-func NewPod(ds *appsv1.DaemonSet, node string, bind Binding) *corev1.Pod {
+// hash is the DaemonSet's oracle.CurrentHash, computed once for all its pods
+// (it hashes the whole template).
+func NewPod(ds *appsv1.DaemonSet, hash, node string, bind Binding) *corev1.Pod {
 	t := ds.Spec.Template.DeepCopy()
 	labels := maps.Clone(t.Labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[appsv1.DefaultDaemonSetUniqueLabelKey] = oracle.CurrentHash(ds)
+	labels[appsv1.DefaultDaemonSetUniqueLabelKey] = hash
 	if g, ok := ds.Annotations[appsv1.DeprecatedTemplateGeneration]; ok {
 		labels[templateGenerationLabel] = g
 	}

@@ -26,7 +26,7 @@ func TestNewPod(t *testing.T) {
 				Tolerations: []corev1.Toleration{{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}},
 		}},
 	}
-	p := floor.NewPod(ds, "n1", floor.BindNodeName)
+	p := floor.NewPod(ds, oracle.CurrentHash(ds), "n1", floor.BindNodeName)
 	if p.Spec.NodeName != "n1" || p.Spec.Affinity != nil || p.GenerateName != "agent-" || p.Namespace != "ns" {
 		t.Errorf("nodeName %q, generateName %q, namespace %q", p.Spec.NodeName, p.GenerateName, p.Namespace)
 	}
@@ -74,7 +74,7 @@ func TestNewPodPinnedForTheScheduler(t *testing.T) {
 				}},
 			}
 			before := ds.DeepCopy()
-			p := floor.NewPod(ds, "n7", floor.BindScheduler)
+			p := floor.NewPod(ds, oracle.CurrentHash(ds), "n7", floor.BindScheduler)
 			if p.Spec.NodeName != "" {
 				t.Fatalf("nodeName %q: the scheduler binds this pod", p.Spec.NodeName)
 			}
@@ -85,7 +85,7 @@ func TestNewPodPinnedForTheScheduler(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := w.PodsByNode("ns/agent")["n7"]; len(got) != 1 {
+			if got := w.PodsOn("ns/agent", "n7"); len(got) != 1 {
 				t.Errorf("the oracle places %d pods on n7, want the pinned one: affinity %+v", len(got), p.Spec.Affinity)
 			}
 			na := p.Spec.Affinity.NodeAffinity

@@ -21,32 +21,23 @@ type OwnedPod struct {
 	ReadySince time.Time
 }
 
-// PodsByNode returns the pods the live DaemonSet key controls, by target
-// node ("" for pods without one), each list sorted by key. The floor reads
-// it for every node at every plan, so it allocates one slice for all the
-// pods and sorts only the nodes that have more than one.
-func (w *World) PodsByNode(key string) map[string][]OwnedPod {
+// PodsOn returns the pods the live DaemonSet key controls that target node,
+// sorted by key.
+func (w *World) PodsOn(key, node string) []OwnedPod {
 	e, ok := w.dss[key]
 	if !ok {
 		return nil
 	}
-	byNode := w.owned[e.ds.UID]
-	total := 0
-	for _, pods := range byNode {
-		total += len(pods)
+	pods := w.owned[e.ds.UID][node]
+	if len(pods) == 0 {
+		return nil
 	}
-	all := make([]OwnedPod, 0, total)
-	out := make(map[string][]OwnedPod, len(byNode))
-	for node, pods := range byNode {
-		start := len(all)
-		for _, p := range pods {
-			all = append(all, OwnedPod{Key: p.key, Pod: p.pod, ReadySince: p.readySince})
-		}
-		list := all[start:len(all):len(all)]
-		if len(list) > 1 {
-			slices.SortFunc(list, func(a, b OwnedPod) int { return strings.Compare(a.Key, b.Key) })
-		}
-		out[node] = list
+	out := make([]OwnedPod, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, OwnedPod{Key: p.key, Pod: p.pod, ReadySince: p.readySince})
+	}
+	if len(out) > 1 {
+		slices.SortFunc(out, func(a, b OwnedPod) int { return strings.Compare(a.Key, b.Key) })
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 package oracle_test
 
 import (
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -46,7 +48,7 @@ func TestWorldView(t *testing.T) {
 		}
 	}
 	var names []string
-	for _, p := range w.PodsByNode(dsKey)["n1"] {
+	for _, p := range w.PodsOn(dsKey, "n1") {
 		ready := "not ready"
 		if p.ReadySince.Equal(at(1)) {
 			ready = "ready at 1"
@@ -56,7 +58,7 @@ func TestWorldView(t *testing.T) {
 		names = append(names, p.Key+" "+p.Pod.Name+" "+ready)
 	}
 	if diff := cmp.Diff([]string{"default/a a not ready", "default/b b ready at 1"}, names); diff != "" {
-		t.Errorf("PodsByNode n1 (-want +got):\n%s", diff)
+		t.Errorf("PodsOn n1 (-want +got):\n%s", diff)
 	}
 	if must, may, ok := w.Eligibility(dsKey, "n2"); must || !may || !ok {
 		t.Errorf("Eligibility n2 = %v, %v, %v; want false, true, true", must, may, ok)
@@ -69,5 +71,56 @@ func TestWorldView(t *testing.T) {
 	}
 	if o := w.Orphans(dsKey); len(o) != 1 || o[0].Name != "o" {
 		t.Errorf("Orphans = %v, want pod o", o)
+	}
+	if got := w.PodsOn(dsKey, "n2"); len(got) != 0 {
+		t.Errorf("PodsOn n2 = %v, want none (its pod is an orphan)", got)
+	}
+	if got := w.PodsOn("default/none", "n1"); got != nil {
+		t.Errorf("PodsOn of an absent DaemonSet = %v", got)
+	}
+}
+
+// TestWorldChanges: after the first TakeChanges, each call returns the nodes
+// and DaemonSets that events touched since the previous one, a pod's target
+// node before and after it moved included.
+func TestWorldChanges(t *testing.T) {
+	ds := daemonSet("d")
+	w := oracle.NewWorld()
+	apply := func(evs ...oracle.Event) {
+		t.Helper()
+		for _, ev := range evs {
+			if err := w.Apply(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	take := func() (nodes, dss []string, ok bool) {
+		cs, ok := w.TakeChanges()
+		return slices.Sorted(maps.Keys(cs.Nodes)), slices.Sorted(maps.Keys(cs.DaemonSets)), ok
+	}
+	apply(oracle.Event{Time: at(0), Kind: oracle.Added, Object: node("n0")})
+	if _, _, ok := take(); ok {
+		t.Fatal("the first TakeChanges is ok: nothing was recorded before it")
+	}
+	moved := pod(ds, "p", "n2")
+	apply(
+		oracle.Event{Time: at(1), Kind: oracle.Added, Object: node("n1")},
+		oracle.Event{Time: at(1), Kind: oracle.Added, Object: ds},
+		oracle.Event{Time: at(1), Kind: oracle.Added, Object: pod(ds, "p", "n1")},
+		oracle.Event{Time: at(2), Kind: oracle.Modified, Object: moved},
+		oracle.Event{Time: at(2), Kind: oracle.Added, Object: pod(ds, "q", "n3", orphaned)},
+	)
+	nodes, dss, ok := take()
+	if !ok || !slices.Equal(nodes, []string{"n1", "n2", "n3"}) || !slices.Equal(dss, []string{dsKey}) {
+		t.Errorf("TakeChanges = %v, %v, %v; want [n1 n2 n3], [%s], true", nodes, dss, ok, dsKey)
+	}
+	if nodes, dss, ok := take(); !ok || len(nodes)+len(dss) != 0 {
+		t.Errorf("TakeChanges with no event since = %v, %v, %v; want nothing, ok", nodes, dss, ok)
+	}
+	apply(oracle.Event{Time: at(3), Kind: oracle.Deleted, Object: moved},
+		oracle.Event{Time: at(3), Kind: oracle.Deleted, Object: node("n0")},
+		oracle.Event{Time: at(3), Kind: oracle.Deleted, Object: ds})
+	if nodes, dss, _ := take(); !slices.Equal(nodes, []string{"n0", "n2"}) || !slices.Equal(dss, []string{dsKey}) {
+		t.Errorf("TakeChanges after deletes = %v, %v; want [n0 n2], [%s]", nodes, dss, dsKey)
 	}
 }

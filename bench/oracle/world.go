@@ -68,6 +68,9 @@ type World struct {
 	// without one), then by namespace/name.
 	owned   map[types.UID]map[string]map[string]*podEntry
 	orphans map[string]*podEntry
+	// changes holds what events touched since a reader last took them
+	// (TakeChanges); nil until one first does.
+	changes *Changes
 }
 
 type nodeEntry struct {
@@ -220,14 +223,51 @@ func (w *World) apply(ev Event) (change, error) {
 	}
 	w.now = t
 	deleted := ev.Kind == Deleted
+	var c change
 	switch o := ev.Object.(type) {
 	case *corev1.Node:
-		return w.applyNode(o, deleted, t), nil
+		c = w.applyNode(o, deleted, t)
 	case *corev1.Pod:
-		return w.applyPod(o, deleted, t), nil
+		c = w.applyPod(o, deleted, t)
 	default:
-		return w.applyDS(o.(*appsv1.DaemonSet), deleted), nil
+		c = w.applyDS(o.(*appsv1.DaemonSet), deleted)
 	}
+	w.changes.note(c)
+	return c, nil
+}
+
+// Changes are what events touched: the nodes (a node's own event, and a
+// pod's target node before and after; "" for a pod without one) and the
+// DaemonSets (their keys).
+type Changes struct {
+	Nodes, DaemonSets map[string]struct{}
+}
+
+func (cs *Changes) note(c change) {
+	if cs == nil {
+		return
+	}
+	if c.node != "" {
+		cs.Nodes[c.node] = struct{}{}
+	}
+	for _, n := range c.podNodes {
+		cs.Nodes[n] = struct{}{}
+	}
+	if c.ds != "" {
+		cs.DaemonSets[c.ds] = struct{}{}
+	}
+}
+
+// TakeChanges returns what events touched since the previous call, for a
+// reader that keeps what it derived from the view and redoes only that. The
+// first call starts the record and returns ok false: the reader must read
+// everything once.
+func (w *World) TakeChanges() (cs Changes, ok bool) {
+	if w.changes != nil {
+		cs, ok = *w.changes, true
+	}
+	w.changes = &Changes{Nodes: map[string]struct{}{}, DaemonSets: map[string]struct{}{}}
+	return cs, ok
 }
 
 func (w *World) applyNode(n *corev1.Node, deleted bool, t time.Time) change {
