@@ -39,6 +39,11 @@ type floorDSView struct {
 	// that it need not sort it.
 	nodes map[string]floor.Node
 	order []string
+	// sorted are the nodes in order, and index where each one is in it;
+	// rebuilt when a node comes or goes (stale), else updated in place.
+	sorted []floor.Node
+	index  map[string]int
+	stale  bool
 	// pods are the DaemonSet's pods on those nodes.
 	pods map[string]floorPodRef
 	// ripening are the nodes with a pod Ready but not yet available.
@@ -152,7 +157,7 @@ func newFloorDSView(ds *appsv1.DaemonSet) *floorDSView {
 	return &floorDSView{ds: ds,
 		rev:      floorRevision{hash: oracle.CurrentHash(ds), generation: ds.Annotations[appsv1.DeprecatedTemplateGeneration]},
 		minReady: time.Duration(ds.Spec.MinReadySeconds) * time.Second,
-		nodes:    map[string]floor.Node{}, pods: map[string]floorPodRef{}, ripening: map[string]struct{}{}}
+		nodes:    map[string]floor.Node{}, pods: map[string]floorPodRef{}, ripening: map[string]struct{}{}, stale: true}
 }
 
 // readNode reads the node afresh: its eligibility, the DaemonSet's pods
@@ -173,12 +178,14 @@ func (d *floorDSView) readNode(w *oracle.World, key, name string, orphans []*cor
 		if had {
 			i, _ := slices.BinarySearch(d.order, name)
 			d.order = slices.Delete(d.order, i, i+1)
+			d.stale = true
 		}
 		return
 	}
 	if !had {
 		i, _ := slices.BinarySearch(d.order, name)
 		d.order = slices.Insert(d.order, i, name)
+		d.stale = true
 	}
 	n := floor.Node{Name: name, MustRun: mustRun, MayRun: mayRun}
 	if len(pods)+len(orphans) > 0 {
@@ -204,33 +211,48 @@ func (d *floorDSView) readNode(w *oracle.World, key, name string, orphans []*cor
 		add(pk, p, w.PodReadySince(pk), true)
 	}
 	d.nodes[name] = n
+	if !d.stale {
+		d.sorted[d.index[name]] = n
+	}
 }
 
 // planned is the DaemonSet as the planner takes it: its nodes, sorted, with
-// the creates and deletes under way laid over them.
+// the creates and deletes under way laid over a copy.
 func (d *floorDSView) planned(key string, creating map[string]struct{}, deleting map[string]floorExpectation) floor.DaemonSet {
-	deletingOn := map[string]struct{}{}
+	if d.stale {
+		d.sorted = make([]floor.Node, len(d.order))
+		d.index = make(map[string]int, len(d.order))
+		for i, name := range d.order {
+			d.sorted[i], d.index[name] = d.nodes[name], i
+		}
+		d.stale = false
+	}
+	fd := floor.DaemonSet{Key: key, Strategy: d.ds.Spec.UpdateStrategy, Nodes: slices.Clone(d.sorted)}
+	for name := range creating {
+		if i, ok := d.index[name]; ok {
+			fd.Nodes[i].Creating = true
+		}
+	}
+	if len(deleting) == 0 {
+		return fd
+	}
+	deletingOn := map[int]struct{}{}
 	for pk := range deleting {
 		if r, ok := d.pods[pk]; ok {
-			deletingOn[r.node] = struct{}{}
+			deletingOn[d.index[r.node]] = struct{}{}
 		}
 	}
-	for name := range d.orphaned {
-		deletingOn[name] = struct{}{} // orphans are not in pods: look at them all
+	for name := range d.orphaned { // orphans are not in pods: look at them all
+		if i, ok := d.index[name]; ok {
+			deletingOn[i] = struct{}{}
+		}
 	}
-	fd := floor.DaemonSet{Key: key, Strategy: d.ds.Spec.UpdateStrategy, Nodes: make([]floor.Node, 0, len(d.nodes))}
-	for _, name := range d.order {
-		n := d.nodes[name]
-		if _, ok := creating[name]; ok {
-			n.Creating = true
+	for i := range deletingOn {
+		n := &fd.Nodes[i]
+		n.Pods = slices.Clone(n.Pods)
+		for j := range n.Pods {
+			_, n.Pods[j].Deleting = deleting[n.Pods[j].Key]
 		}
-		if _, ok := deletingOn[name]; ok && len(deleting) > 0 {
-			n.Pods = append([]floor.Pod(nil), n.Pods...)
-			for i := range n.Pods {
-				_, n.Pods[i].Deleting = deleting[n.Pods[i].Key]
-			}
-		}
-		fd.Nodes = append(fd.Nodes, n)
 	}
 	return fd
 }
