@@ -119,11 +119,6 @@ const (
 	floorTick       = 20 * time.Millisecond
 	floorIdleReplan = 250 * time.Millisecond
 	floorExpectTTL  = 30 * time.Second
-	// floorPlanShare is the inverse of the most of the time the floor
-	// spends reading the view and planning: 1/20, 5 % of a core. At 1000
-	// nodes a plan takes well under a tick; at 5000 nodes, about 1-2 ms
-	// here, planning at every tick took 0.09 of a core (SCALE.md).
-	floorPlanShare = 20
 )
 
 // floorController runs the floor inside the harness: it plans on the
@@ -374,11 +369,10 @@ func (f *floorController) loop(ctx context.Context) {
 			continue
 		}
 		lastPlan = now
+		// Planning runs on the goroutine that feeds the oracle: never spend
+		// more than a third of the time there.
+		gap = max(floorTick, 3*f.clock.Since(now))
 		plan := floor.Compute(in)
-		// The floor's planning takes CPU the cluster would otherwise get
-		// (it runs on the goroutine that feeds the oracle, too): at most a
-		// floorPlanShare of the time.
-		gap = max(floorTick, f.clock.Since(now)*floorPlanShare)
 		for _, call := range f.planCalls(plan, dss) {
 			if free == 0 || f.conf.QPS > 0 && tokens < 1 {
 				break

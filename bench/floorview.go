@@ -239,7 +239,9 @@ func (d *floorDSView) planned(key string, creating map[string]struct{}, deleting
 	deletingOn := map[int]struct{}{}
 	for pk := range deleting {
 		if r, ok := d.pods[pk]; ok {
-			deletingOn[d.index[r.node]] = struct{}{}
+			if i, ok := d.index[r.node]; ok {
+				deletingOn[i] = struct{}{}
+			}
 		}
 	}
 	for name := range d.orphaned { // orphans are not in pods: look at them all

@@ -41,7 +41,7 @@ func TestFloorViewMatchesAWholeRead(t *testing.T) {
 var floorViewScripts = map[string][]byte{
 	// node n0; DaemonSet d0 with minReadySeconds 3; its current pod p0
 	// bound to n0, then Ready; a read; 4 s pass with no event; a read.
-	"available by time alone": {0, 0, 0, 0, 2, 0, 1, 0, 0, 0, 4, 0, 0, 1, 0, 0, 0, 5, 0, 0, 11, 7, 4, 11},
+	"available by time alone": {0, 0, 0, 0, 2, 0, 1, 0, 0, 0, 0, 4, 0, 0, 1, 0, 0, 0, 5, 0, 0, 11, 7, 4, 11},
 }
 
 func TestFloorViewScripts(t *testing.T) {
@@ -146,9 +146,17 @@ func (s *floorScript) step() bool {
 			ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType,
 				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &one}}
 		}
+		if s.next(2) == 1 {
+			ds.Annotations = map[string]string{appsv1.DeprecatedTemplateGeneration: fmt.Sprint(s.next(2))}
+		}
 		kind := oracle.Added
 		if old, ok := s.dss[name]; ok {
 			kind, ds.UID = oracle.Modified, old.UID
+			if s.next(3) == 0 { // a write of its status alone, which moves its hash
+				ds = old.DeepCopy()
+				c := int32(s.next(3))
+				ds.Status.CollisionCount = &c
+			}
 		}
 		s.serial++
 		s.dss[name] = ds
@@ -173,8 +181,11 @@ func (s *floorScript) step() bool {
 		s.serial++
 		if d, ok := s.dss[ds]; ok && s.next(3) > 0 {
 			p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))}
-			if s.next(2) == 0 {
+			switch s.next(3) {
+			case 0:
 				p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] = oracle.CurrentHash(d)
+			case 1:
+				p.Labels["pod-template-generation"] = fmt.Sprint(s.next(2))
 			}
 		}
 		node := fmt.Sprint("n", s.next(6))
@@ -253,6 +264,22 @@ func compareFloorViews(t *testing.T, read int, kept *floorView, w *oracle.World,
 	want, wantDSS, uids := wholeFloorRead(w, now, exp)
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Fatalf("read %d: the kept view differs from a whole read (-whole +kept):\n%s", read, diff)
+	}
+	// The planner shares the view's slices: it must not write into them.
+	before := got
+	before.DaemonSets = nil
+	for _, ds := range got.DaemonSets {
+		c := ds
+		c.Nodes = nil
+		for _, n := range ds.Nodes {
+			n.Pods = append([]floor.Pod(nil), n.Pods...)
+			c.Nodes = append(c.Nodes, n)
+		}
+		before.DaemonSets = append(before.DaemonSets, c)
+	}
+	floor.Compute(got)
+	if diff := cmp.Diff(before, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("read %d: planning changed its input (-before +after):\n%s", read, diff)
 	}
 	if diff := cmp.Diff(wantDSS, gotDSS); diff != "" {
 		t.Fatalf("read %d: DaemonSets (-whole +kept):\n%s", read, diff)
