@@ -89,6 +89,18 @@ func (s *floorScript) apply(kind oracle.EventKind, o runtime.Object) {
 	}
 }
 
+// put records the object under name and applies it: Added, or Modified if
+// the name was there.
+func put[T runtime.Object](s *floorScript, m map[string]T, name string, o T) {
+	s.t.Helper()
+	kind := oracle.Added
+	if _, ok := m[name]; ok {
+		kind = oracle.Modified
+	}
+	m[name] = o
+	s.apply(kind, o)
+}
+
 func checkFloorView(t *testing.T, script []byte) {
 	s := &floorScript{t: t, b: script, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), w: oracle.NewWorld(),
 		exp:   floorExpectations{creating: map[string]floorExpectation{}, deleting: map[string]floorExpectation{}, adopting: map[string]floorExpectation{}},
@@ -117,12 +129,7 @@ func (s *floorScript) step() bool {
 		case 3:
 			n.Spec.Unschedulable = true
 		}
-		kind := oracle.Added
-		if _, ok := s.nodes[name]; ok {
-			kind = oracle.Modified
-		}
-		s.nodes[name] = n
-		s.apply(kind, n)
+		put(s, s.nodes, name, n)
 	case 1: // a node leaves
 		name := fmt.Sprint("n", s.next(6))
 		if n, ok := s.nodes[name]; ok {
@@ -194,12 +201,7 @@ func (s *floorScript) step() bool {
 		} else {
 			p.Spec.Affinity = floor.NewPod(&appsv1.DaemonSet{}, "", node, floor.BindScheduler).Spec.Affinity
 		}
-		kind := oracle.Added
-		if _, ok := s.pods[name]; ok {
-			kind = oracle.Modified
-		}
-		s.pods[name] = p
-		s.apply(kind, p)
+		put(s, s.pods, name, p)
 	case 5: // a pod changes
 		name := fmt.Sprint("p", s.next(10))
 		old, ok := s.pods[name]
