@@ -14,6 +14,14 @@ import (
 // waited for before the controller stops waiting for it (upstream: 5 min).
 const DefaultExpectationsTTL = 5 * time.Minute
 
+// UncertainWriteHold is how long a write whose call failed in a way that
+// may have applied it anyway (writeMayHaveLanded) stays in flight, at most
+// the TTL: long enough for its watch event to arrive from a loaded API
+// server, so that a create that landed is not made twice (a second pod on
+// the node) and a delete that landed is not followed by another beyond the
+// rollout's budget. Upstream lowers its expectations on any error.
+const UncertainWriteHold = 30 * time.Second
+
 // Expectations records, per DaemonSet key, the pod creates and deletes the
 // controller has issued but not yet seen in its informer: the creates by
 // node, the deletes by pod key. A sync plans on its cache with these laid
@@ -38,12 +46,12 @@ type Expectations struct {
 
 type expectation struct {
 	creates map[string]pendingCreate // node name -> create not yet observed
-	dels    map[string]time.Time     // "namespace/name" -> when its deletion was issued
+	dels    map[string]time.Time     // "namespace/name" -> when its wait for the deletion ends
 }
 
 type pendingCreate struct {
-	hash string    // the pod's template hash
-	at   time.Time // when it was issued
+	hash     string    // the pod's template hash
+	deadline time.Time // when the wait for it ends: issued + TTL, or an uncertain failure + its hold
 }
 
 func (exp *expectation) empty() bool { return len(exp.creates) == 0 && len(exp.dels) == 0 }
@@ -75,13 +83,13 @@ func (e *Expectations) expire(key string) int {
 	}
 	now, n := e.clock.Now(), 0
 	for node, c := range exp.creates {
-		if now.Sub(c.at) > e.ttl {
+		if now.After(c.deadline) {
 			delete(exp.creates, node)
 			n++
 		}
 	}
-	for pod, at := range exp.dels {
-		if now.Sub(at) > e.ttl {
+	for pod, deadline := range exp.dels {
+		if now.After(deadline) {
 			delete(exp.dels, pod)
 			n++
 		}
@@ -100,9 +108,9 @@ func (e *Expectations) ExpectCreates(key, hash string, nodes []string) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	exp, now := e.get(key), e.clock.Now()
+	exp, deadline := e.get(key), e.clock.Now().Add(e.ttl)
 	for _, node := range nodes {
-		exp.creates[node] = pendingCreate{hash: hash, at: now}
+		exp.creates[node] = pendingCreate{hash: hash, deadline: deadline}
 	}
 }
 
@@ -114,9 +122,35 @@ func (e *Expectations) ExpectDeletions(key string, podKeys []string) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	exp, now := e.get(key), e.clock.Now()
+	exp, deadline := e.get(key), e.clock.Now().Add(e.ttl)
 	for _, k := range podKeys {
-		exp.dels[k] = now
+		exp.dels[k] = deadline
+	}
+}
+
+// CreationUncertain keeps waiting for the create on node, whose call failed
+// in a way that may have applied it, for UncertainWriteHold from now (at
+// most the TTL); the informer's sight of the pod ends the wait as usual. If
+// the pod was seen already, nothing is waited for.
+func (e *Expectations) CreationUncertain(key, node string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if exp, ok := e.m[key]; ok {
+		if c, ok := exp.creates[node]; ok {
+			c.deadline = e.clock.Now().Add(min(UncertainWriteHold, e.ttl))
+			exp.creates[node] = c
+		}
+	}
+}
+
+// DeletionUncertain is CreationUncertain for the deletion of podKey.
+func (e *Expectations) DeletionUncertain(key, podKey string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if exp, ok := e.m[key]; ok {
+		if _, ok := exp.dels[podKey]; ok {
+			exp.dels[podKey] = e.clock.Now().Add(min(UncertainWriteHold, e.ttl))
+		}
 	}
 }
 
@@ -174,7 +208,7 @@ func (e *Expectations) InFlight(key string) (in plan.InFlight, expired int) {
 	return in, expired
 }
 
-// ExpiresIn is how long until the oldest of key's writes in flight expires;
+// ExpiresIn is how long until the first of key's writes in flight expires;
 // 0 if none is in flight.
 func (e *Expectations) ExpiresIn(key string) time.Duration {
 	e.mu.Lock()
@@ -184,19 +218,19 @@ func (e *Expectations) ExpiresIn(key string) time.Duration {
 	if !ok {
 		return 0
 	}
-	var oldest time.Time
+	var first time.Time
 	for _, c := range exp.creates {
-		if oldest.IsZero() || c.at.Before(oldest) {
-			oldest = c.at
+		if first.IsZero() || c.deadline.Before(first) {
+			first = c.deadline
 		}
 	}
-	for _, at := range exp.dels {
-		if oldest.IsZero() || at.Before(oldest) {
-			oldest = at
+	for _, deadline := range exp.dels {
+		if first.IsZero() || deadline.Before(first) {
+			first = deadline
 		}
 	}
-	// +1ns: a write expires once strictly more than the TTL has passed.
-	return max(oldest.Add(e.ttl+1).Sub(e.clock.Now()), 0)
+	// +1ns: a write expires once its deadline is strictly past.
+	return max(first.Add(1).Sub(e.clock.Now()), 0)
 }
 
 // Delete forgets key, e.g. when its DaemonSet is gone, so that a new

@@ -112,6 +112,60 @@ func TestExpectations(t *testing.T) {
 			wantInFlight:  plan.InFlight{Creates: map[string]string{"n1": "h2"}},
 		},
 		{
+			// A create that may have landed: waited for from its failure
+			// on, for UncertainWriteHold, not until the TTL of its issue.
+			name: "an uncertain create is held from its failure",
+			steps: func(e *Expectations, clk *clocktesting.FakeClock) {
+				e.ExpectCreates(k, "h1", []string{"n1", "n2"})
+				clk.Step(50 * time.Second)
+				e.CreationUncertain(k, "n1")
+				clk.Step(20 * time.Second) // past n1's TTL, within its hold
+			},
+			wantExpiresIn: 10*time.Second + 1,
+			wantInFlight:  plan.InFlight{Creates: map[string]string{"n1": "h1"}},
+		},
+		{
+			name: "an uncertain create expires at the end of its hold",
+			steps: func(e *Expectations, clk *clocktesting.FakeClock) {
+				e.ExpectCreates(k, "h1", []string{"n1"})
+				e.CreationUncertain(k, "n1")
+				clk.Step(UncertainWriteHold + time.Nanosecond)
+			},
+			wantSatisfied: true,
+		},
+		{
+			name: "an uncertain create seen by the informer is settled",
+			steps: func(e *Expectations, _ *clocktesting.FakeClock) {
+				e.ExpectCreates(k, "h1", []string{"n1"})
+				e.CreationUncertain(k, "n1")
+				e.CreationObserved(k, "n1")
+			},
+			wantSatisfied: true,
+		},
+		{
+			// The pod's event came before the failed call returned: not
+			// waited for again.
+			name: "an uncertain create already seen is not waited for",
+			steps: func(e *Expectations, _ *clocktesting.FakeClock) {
+				e.ExpectCreates(k, "h1", []string{"n1"})
+				e.CreationObserved(k, "n1")
+				e.CreationUncertain(k, "n1")
+				e.DeletionUncertain(k, "default/a")
+			},
+			wantSatisfied: true,
+		},
+		{
+			name: "an uncertain deletion is held from its failure",
+			steps: func(e *Expectations, clk *clocktesting.FakeClock) {
+				e.ExpectDeletions(k, []string{"default/a"})
+				clk.Step(50 * time.Second)
+				e.DeletionUncertain(k, "default/a")
+				clk.Step(UncertainWriteHold)
+			},
+			wantExpiresIn: 1,
+			wantInFlight:  plan.InFlight{Deletes: map[string]struct{}{"a": {}}},
+		},
+		{
 			name: "deleted",
 			steps: func(e *Expectations, _ *clocktesting.FakeClock) {
 				e.ExpectCreates(k, "h1", []string{"n1"})
@@ -181,4 +235,16 @@ func (e *Expectations) Pending(key string) (adds, dels int) {
 		return len(exp.creates), len(exp.dels)
 	}
 	return 0, 0
+}
+
+// The hold never outlasts a TTL shorter than it.
+func TestExpectationsUncertainHoldCappedByTTL(t *testing.T) {
+	const k = "default/agent"
+	clk := clocktesting.NewFakeClock(t0)
+	e := NewExpectations(clk, 10*time.Second)
+	e.ExpectCreates(k, "h1", []string{"n1"})
+	e.CreationUncertain(k, "n1")
+	if got := e.ExpiresIn(k); got != 10*time.Second+1 {
+		t.Errorf("ExpiresIn = %v, want the TTL (10s) + 1ns", got)
+	}
 }

@@ -415,8 +415,14 @@ func (c *Controller) createPod(ctx context.Context, ds *appsv1.DaemonSet, key, h
 		c.metrics.createLimit.Set(float64(c.createLimiter.Limit()))
 	}
 	if err != nil {
-		// The informer will never see this pod: stop waiting for it now.
-		c.expectations.CreationObserved(key, node)
+		if writeMayHaveLanded(err) {
+			// The pod may exist: a second create now could put two on
+			// the node. Wait a while longer for the informer to say.
+			c.expectations.CreationUncertain(key, node)
+		} else {
+			// The informer will never see this pod: stop waiting for it now.
+			c.expectations.CreationObserved(key, node)
+		}
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil // every create will fail until the namespace is gone
 		}
@@ -453,9 +459,33 @@ func (c *Controller) deletePodFor(ctx context.Context, ds *appsv1.DaemonSet, key
 		c.expectations.DeletionObserved(key, d.Namespace+"/"+d.Name)
 		return nil
 	default:
-		c.expectations.DeletionObserved(key, d.Namespace+"/"+d.Name)
+		if writeMayHaveLanded(err) {
+			// The pod may be terminating already: counted as available
+			// meanwhile, a rollout would delete another past its budget.
+			c.expectations.DeletionUncertain(key, d.Namespace+"/"+d.Name)
+		} else {
+			c.expectations.DeletionObserved(key, d.Namespace+"/"+d.Name)
+		}
 		c.metrics.podErrors.WithLabelValues("delete").Inc()
 		c.recorder.Eventf(ds, corev1.EventTypeWarning, FailedDeleteReason, "Error deleting: %v", err)
 		return fmt.Errorf("deleting pod %s/%s: %w", d.Namespace, d.Name, err)
 	}
+}
+
+// writeMayHaveLanded says whether a pod write that returned err may have
+// been applied all the same. kube-apiserver answers Timeout when its own
+// deadline passes while the handler still runs (the write may commit
+// after the answer), and an internal error or a server timeout may hide
+// an etcd write that timed out after it was sent; an error with no answer
+// at all (a broken connection, a client timeout) may come after the
+// request was sent. Any other answer refused the write.
+func writeMayHaveLanded(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsInternalError(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	return !errors.As(err, &status)
 }

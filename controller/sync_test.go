@@ -2,9 +2,11 @@ package controller
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -512,6 +514,104 @@ func TestSyncFailedCreateLowersExpectations(t *testing.T) {
 	}
 	if ev := f.events(); !slices.ContainsFunc(ev, func(e string) bool { return strings.Contains(e, FailedCreateReason) }) {
 		t.Errorf("events = %q, want a %s", ev, FailedCreateReason)
+	}
+}
+
+// kube-apiserver answers Timeout when its deadline passes while the create
+// goes on, so the pod may exist (a 5000-node many-daemonsets run saw two pods
+// on a node that way). The retry must not create on the node until the
+// informer could have shown the pod, and creates again once the hold ends
+// with no pod seen.
+func TestSyncUncertainCreateIsNotRepeated(t *testing.T) {
+	ds := newDaemonSet("agent")
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", nil)})
+	timeouts := 1
+	f.client.PrependReactor("create", "pods", func(core.Action) (bool, runtime.Object, error) {
+		if timeouts > 0 {
+			timeouts--
+			return true, nil, apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
+		}
+		return false, nil, nil
+	})
+	if err := f.sync(dsKey(ds)); !apierrors.IsTimeout(err) {
+		t.Fatalf("sync error = %v, want the create's Timeout (requeued with backoff)", err)
+	}
+	if adds, _ := f.c.expectations.Pending(dsKey(ds)); adds != 1 {
+		t.Fatalf("pending creates after the Timeout = %d, want 1: the pod may exist", adds)
+	}
+	f.actions()
+	f.delayed.takeAfter()
+	// The retry, before the hold ends: nothing to create.
+	f.clock.Step(UncertainWriteHold)
+	if err := f.c.syncDaemonSet(f.t.Context(), dsKey(ds)); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if got := filterActions(f.actions(), "create pods"); len(got) != 0 {
+		t.Fatalf("the retry created %d pods while the first may exist, want 0", len(got))
+	}
+	if diff := cmp.Diff([]string{dsKey(ds) + " 1ns"}, f.delayed.takeAfter()); diff != "" {
+		t.Errorf("delayed (-want +got):\n%s", diff)
+	}
+	// The hold over and no pod seen: the create did not land.
+	f.clock.Step(time.Nanosecond)
+	if err := f.sync(dsKey(ds)); err != nil {
+		t.Fatalf("after the hold: %v", err)
+	}
+	if got := filterActions(f.actions(), "create pods"); len(got) != 1 {
+		t.Errorf("after the hold created %d pods, want 1", len(got))
+	}
+}
+
+// A delete answered with Timeout may have started the pod's deletion: the
+// pod stays counted as terminating, so no sync deletes it, or another in
+// its place, again during the hold.
+func TestSyncUncertainDeleteStaysInFlight(t *testing.T) {
+	ds := newDaemonSet("agent", withNodeSelector(map[string]string{"role": "worker"}))
+	pod := newPodFor(ds, "agent-old", "n1")
+	f := newFixture(t, []runtime.Object{ds, currentRevision(t, ds), newNode("n1", map[string]string{"role": "infra"}), pod})
+	f.client.PrependReactor("delete", "pods", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
+	})
+	if err := f.sync(dsKey(ds)); err == nil {
+		t.Fatal("sync error = nil, want the delete's Timeout")
+	}
+	if _, dels := f.c.expectations.Pending(dsKey(ds)); dels != 1 {
+		t.Fatalf("pending deletes after the Timeout = %d, want 1", dels)
+	}
+	f.actions()
+	if err := f.c.syncDaemonSet(f.t.Context(), dsKey(ds)); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if got := filterActions(f.actions(), "delete pods"); len(got) != 0 {
+		t.Errorf("the retry deleted %d pods during the hold, want 0", len(got))
+	}
+}
+
+func TestWriteMayHaveLanded(t *testing.T) {
+	gr := schema.GroupResource{Resource: "pods"}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no error", nil, false},
+		{"the API server's own deadline", apierrors.NewTimeoutError("request did not complete within requested timeout", 0), true},
+		{"wrapped", fmt.Errorf("creating pod on node n1: %w", apierrors.NewTimeoutError("x", 0)), true},
+		{"server timeout", apierrors.NewServerTimeout(gr, "create", 1), true},
+		{"internal error (etcd timed out)", apierrors.NewInternalError(errors.New("etcdserver: request timed out")), true},
+		{"connection broke", fmt.Errorf("Post \"https://apiserver/api/v1/namespaces/x/pods\": %w", io.ErrUnexpectedEOF), true},
+		{"client timeout", context.DeadlineExceeded, true},
+		{"shutting down", fmt.Errorf("creating: %w", context.Canceled), false},
+		{"unavailable", apierrors.NewServiceUnavailable("etcd is sad"), false},
+		{"throttled", apierrors.NewTooManyRequests("slow down", 1), false},
+		{"forbidden", apierrors.NewForbidden(gr, "", errors.New("quota")), false},
+		{"already gone", apierrors.NewNotFound(gr, "agent-x"), false},
+		{"conflict", apierrors.NewConflict(gr, "agent-x", errors.New("uid")), false},
+	}
+	for _, tt := range tests {
+		if got := writeMayHaveLanded(tt.err); got != tt.want {
+			t.Errorf("%s: writeMayHaveLanded(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
+		}
 	}
 }
 
