@@ -41,9 +41,9 @@ bench: tools build ## Run the default scenario suite against ours and upstream, 
 bench-baseline: tools build ## Re-measure and overwrite bench/baseline.json on purpose.
 	$(CACHE)/dsbench bench --write-baseline bench/baseline.json $(BENCH_FLAGS)
 
-CHAOS_SCENARIOS ?= chaos-kill-storm chaos-reject-creates chaos-apiserver-restart chaos-slow-api chaos-conflicting-writers
+CHAOS_SCENARIOS ?= chaos-kill-storm chaos-reject-creates chaos-apiserver-restart chaos-slow-api chaos-conflicting-writers chaos-write-timeouts
 
-bench-chaos: tools build ## Run the fault scenarios (kill storms, refused creates, API server restart, slow API, conflicting writers) against ours and upstream; report each fault: injected, survived, violations, recovery, API calls.
+bench-chaos: tools build ## Run the fault scenarios (kill storms, refused creates, API server restart, slow API, conflicting writers, write timeouts) against ours and upstream; report each fault: injected, survived, violations, recovery, API calls.
 	$(CACHE)/dsbench run --controller ours,upstream $(CHAOS_FLAGS) $(CHAOS_SCENARIOS)
 
 SCALE_SIZES ?= 100,500,1000,2000,5000

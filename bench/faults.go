@@ -39,6 +39,8 @@ func (s *runState) fault(ctx context.Context, st *scenarios.Step) (visibility, e
 		rec.MaxCallsPerMinute = f.RejectCreates.MaxCallsPerMinute
 	case f.SlowAPI != nil:
 		rec.Injected, err = s.slowAPI(ctx, f.SlowAPI, &rec)
+	case f.WriteTimeouts != nil:
+		rec.Injected, err = s.writeTimeouts(ctx, f.WriteTimeouts, &rec)
 	case f.ConflictingWriters != nil:
 		vis, err = s.conflictingWriters(ctx, f.ConflictingWriters, st.Index, &rec)
 	default:
@@ -73,6 +75,29 @@ func (s *runState) slowAPI(ctx context.Context, a *scenarios.SlowAPI, rec *repor
 	p.SetLatency(apiproxy.Latency{})
 	rec.DelayedRequests = p.Counts().Delayed - before
 	return 1, ctx.Err()
+}
+
+// writeTimeouts answers the controller's pod writes Timeout at the proxy
+// for w.For, then lifts the fault and waits for the writes still to land,
+// also when the run is cancelled meanwhile (Close drops them then). It
+// returns how many writes were answered Timeout.
+func (s *runState) writeTimeouts(ctx context.Context, w *scenarios.WriteTimeouts, rec *reports.Fault) (int, error) {
+	p := s.proxy
+	if p == nil {
+		return 0, errors.New("writeTimeouts: the controller does not talk to the API server through the harness's proxy")
+	}
+	rec.LandAfterSeconds = w.LandAfter.Duration.Seconds()
+	before := p.Counts()
+	p.SetWriteTimeouts(apiproxy.WriteTimeouts{Every: w.Every, LandAfter: w.LandAfter.Duration})
+	sleep(ctx, w.For.Duration)
+	p.SetWriteTimeouts(apiproxy.WriteTimeouts{})
+	for ctx.Err() == nil && p.Counts().Landing > 0 {
+		sleep(ctx, 50*time.Millisecond)
+	}
+	after := p.Counts()
+	rec.LandedWrites = after.Landed - before.Landed
+	rec.LandFailures = after.LandFailed - before.LandFailed
+	return int(after.TimedOut - before.TimedOut), ctx.Err()
 }
 
 // ClusterFaults are the faults only a local cluster can suffer, and the

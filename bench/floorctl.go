@@ -576,8 +576,8 @@ func floorUnsupported(sc *scenarios.Scenario) string {
 
 // externalUnsupported says why the external controller cannot play the
 // scenario, or "": the harness did not start its process, so it can neither
-// kill nor start it (controller steps, killStorm), nor put its latency proxy
-// in front of it (slowAPI), nor count its API requests (a rejectCreates
+// kill nor start it (controller steps, killStorm), nor put its proxy in
+// front of it (slowAPI, writeTimeouts), nor count its API requests (a rejectCreates
 // bound on them); and the cluster is not one it owns, so it cannot restart
 // the API server (apiServerRestart). rejectCreates without a bound and
 // conflictingWriters only write through the API, and play as for any
@@ -594,6 +594,8 @@ func externalUnsupported(sc *scenarios.Scenario) string {
 			does = "kills the controller (killStorm)"
 		case st.Fault.SlowAPI != nil:
 			does = "puts the harness's latency proxy in front of the controller (slowAPI)"
+		case st.Fault.WriteTimeouts != nil:
+			does = "puts the harness's proxy in front of the controller to time out its writes (writeTimeouts)"
 		case st.Fault.RejectCreates != nil && st.Fault.RejectCreates.MaxCallsPerMinute > 0:
 			does = "bounds the controller's API calls (rejectCreates maxCallsPerMinute), which the harness cannot count"
 		case st.Fault.APIServerRestart != nil:

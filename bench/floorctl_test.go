@@ -156,6 +156,7 @@ func TestExternalUnsupported(t *testing.T) {
 		{name: "controller-restart", want: "scenario controller-restart kills the controller (step controller, steps[4])"},
 		{name: "chaos-kill-storm", want: "scenario chaos-kill-storm kills the controller (killStorm) (step fault, steps[2].parallel[0][0])"},
 		{name: "chaos-slow-api", want: "latency proxy"},
+		{name: "chaos-write-timeouts", want: "to time out its writes (writeTimeouts) (step fault, steps[0].parallel[0][0])"},
 		{name: "chaos-apiserver-restart", want: "apiServerRestart"},
 		{name: "chaos-reject-creates", want: "maxCallsPerMinute"},
 		{name: "rejectCreates without a bound", sc: inline(reject(0))},

@@ -397,7 +397,7 @@ func (s *runState) play(ctx context.Context) (err error) {
 		return fmt.Errorf("waiting for the harness's watches: %w", err)
 	}
 
-	if s.sc.HasFault(scenarios.FaultSlowAPI) {
+	if s.sc.UsesAPIProxy() {
 		closeProxy, err := s.startAPIProxy()
 		if err != nil {
 			return err

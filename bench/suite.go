@@ -415,7 +415,7 @@ func suiteReport(conf SuiteConfig, now time.Time) *reports.Report {
 		p.Pods = reports.PodStages{ReadyDelaySeconds: b.ReadyDelay.Seconds(), ReadyJitterSeconds: b.ReadyJitter.Seconds(),
 			DeleteDelaySeconds: b.DeleteDelay.Seconds(), FailImages: b.FailImages, NeverReadyImages: b.NeverReadyImages}
 		p.Oracle = OracleParams(p.Nodes, len(sc.DaemonSets()))
-		p.APIProxy = sc.HasFault(scenarios.FaultSlowAPI)
+		p.APIProxy = sc.UsesAPIProxy()
 		r.Params.PerScenario = append(r.Params.PerScenario, p)
 		nodes[p.Nodes], reps[p.Repetitions] = true, true
 	}

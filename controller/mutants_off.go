@@ -30,3 +30,5 @@ func requeueAfterError(q workqueue.TypedRateLimitingInterface[string], key strin
 }
 
 func skipStatusAfterPodError(error) bool { return false }
+
+func mayHaveLanded(err error) bool { return writeMayHaveLanded(err) }

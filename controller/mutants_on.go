@@ -51,6 +51,9 @@ const (
 	// counts a pod it is deleting, or that terminates, as gone: its
 	// replacement goes beside it at once, without surge
 	CreateBesideTerminating Mutant = "create-beside-terminating"
+	// takes a Timeout answer for a refused write, as upstream does: it
+	// creates again while the first create may still land
+	TrustWriteTimeouts Mutant = "trust-write-timeouts"
 )
 
 // Mutants lists every variant.
@@ -58,7 +61,7 @@ func Mutants() []Mutant {
 	return []Mutant{CreateOnNoSchedule, IgnoreNoExecute, KeepAfterLabelChange, SurgeAll,
 		ExceedMaxUnavailable, DoubleCreate, ChurnHealthy, IgnoreNewNodes, RememberDeletedNodes,
 		OldTemplateOnJoin, StopRolloutHalfway, NoAdoption, WrongDesiredCount, HotLoopOnError, NoStatusOnError,
-		CreateBesideTerminating}
+		CreateBesideTerminating, TrustWriteTimeouts}
 }
 
 var mutant = struct {
@@ -366,4 +369,12 @@ func skipStatusAfterPodError(err error) bool {
 		return true
 	}
 	return false
+}
+
+func mayHaveLanded(err error) bool {
+	if mutant.name == TrustWriteTimeouts && writeMayHaveLanded(err) {
+		fault("took %v for a refused write", err)
+		return false
+	}
+	return writeMayHaveLanded(err)
 }

@@ -415,7 +415,7 @@ func (c *Controller) createPod(ctx context.Context, ds *appsv1.DaemonSet, key, h
 		c.metrics.createLimit.Set(float64(c.createLimiter.Limit()))
 	}
 	if err != nil {
-		if writeMayHaveLanded(err) {
+		if mayHaveLanded(err) {
 			// The pod may exist: a second create now could put two on
 			// the node. Wait a while longer for the informer to say.
 			c.expectations.CreationUncertain(key, node)
@@ -459,7 +459,7 @@ func (c *Controller) deletePodFor(ctx context.Context, ds *appsv1.DaemonSet, key
 		c.expectations.DeletionObserved(key, d.Namespace+"/"+d.Name)
 		return nil
 	default:
-		if writeMayHaveLanded(err) {
+		if mayHaveLanded(err) {
 			// The pod may be terminating already: counted as available
 			// meanwhile, a rollout would delete another past its budget.
 			c.expectations.DeletionUncertain(key, d.Namespace+"/"+d.Name)

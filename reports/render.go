@@ -370,12 +370,14 @@ func (a *analysis) faultsTable() (table, bool) {
 		for _, k := range kinds {
 			fs := byKind[k]
 			var injected, survived, violations, statusWrites, lost int
-			var delayed int64
+			var delayed, landed, landFailures int64
 			var recovery, rates []float64
 			bound := 0.0
 			for _, f := range fs {
 				statusWrites += f.StatusWrites
 				delayed += f.DelayedRequests
+				landed += f.LandedWrites
+				landFailures += f.LandFailures
 				if f.LostUpdate != "" {
 					lost++
 				}
@@ -406,6 +408,9 @@ func (a *analysis) faultsTable() (table, bool) {
 			var also []string
 			if delayed > 0 {
 				also = append(also, fmt.Sprintf("%d requests delayed", delayed))
+			}
+			if landed+landFailures > 0 {
+				also = append(also, fmt.Sprintf("%d timed-out writes landed later, %d refused then", landed, landFailures))
 			}
 			if statusWrites > 0 {
 				also = append(also, fmt.Sprintf("%d bogus status writes, %d lost updates", statusWrites, lost))

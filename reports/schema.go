@@ -295,6 +295,12 @@ type Fault struct {
 	WriteLatencySeconds float64 `json:"writeLatencySeconds,omitempty"`
 	ReadLatencySeconds  float64 `json:"readLatencySeconds,omitempty"`
 	DelayedRequests     int64   `json:"delayedRequests,omitempty"`
+	// A writeTimeouts fault counts in Injected the pod writes it answered
+	// Timeout; LandedWrites of them were applied LandAfterSeconds after
+	// that answer, LandFailures were not (refused when they arrived).
+	LandAfterSeconds float64 `json:"landAfterSeconds,omitempty"`
+	LandedWrites     int64   `json:"landedWrites,omitempty"`
+	LandFailures     int64   `json:"landFailures,omitempty"`
 	// DaemonSet is the one conflicting writers wrote (namespace/name).
 	DaemonSet string `json:"daemonSet,omitempty"`
 	// StatusWrites counts their bogus status writes (Injected counts their

@@ -21,6 +21,13 @@ func (s *Scenario) HasFault(k FaultKind) bool {
 	return found
 }
 
+// UsesAPIProxy says whether the controller of this scenario must reach the
+// API server through the harness's proxy: a slowAPI or writeTimeouts fault
+// acts there.
+func (s *Scenario) UsesAPIProxy() bool {
+	return s.HasFault(FaultSlowAPI) || s.HasFault(FaultWriteTimeouts)
+}
+
 // WriterEnv is the environment variable whose value the template writes of
 // a conflictingWriters fault change: a new value each time, so that each
 // write is a new template.

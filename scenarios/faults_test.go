@@ -118,8 +118,31 @@ func TestHasFault(t *testing.T) {
 	if !s.HasFault(FaultSlowAPI) {
 		t.Errorf("a slowAPI in a parallel branch not found")
 	}
-	if s.HasFault(FaultConflictingWriters) || s.HasFault(FaultKillStorm) {
+	if s.HasFault(FaultConflictingWriters) || s.HasFault(FaultKillStorm) || s.HasFault(FaultWriteTimeouts) {
 		t.Errorf("found a fault the scenario does not have")
+	}
+}
+
+// The controller goes through the proxy when a fault acts there, and only
+// then, wherever the step is nested.
+func TestUsesAPIProxy(t *testing.T) {
+	nested := func(f *FaultStep) *Scenario {
+		return &Scenario{Steps: []Step{{Parallel: [][]Step{{{Pause: &Duration{time.Second}}}, {{Fault: f}}}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		sc   *Scenario
+		want bool
+	}{
+		{"no fault", &Scenario{Steps: []Step{{Create: &CreateStep{}}}}, false},
+		{"slowAPI", nested(&FaultStep{SlowAPI: &SlowAPI{WriteLatency: dur(time.Second), For: dur(time.Second)}}), true},
+		{"writeTimeouts", nested(&FaultStep{WriteTimeouts: &WriteTimeouts{Every: 3, For: dur(time.Second)}}), true},
+		{"killStorm", nested(&FaultStep{KillStorm: &KillStorm{Kills: 1}}), false},
+		{"apiServerRestart", nested(&FaultStep{APIServerRestart: &APIServerRestart{}}), false},
+	} {
+		if got := tc.sc.UsesAPIProxy(); got != tc.want {
+			t.Errorf("%s: UsesAPIProxy = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

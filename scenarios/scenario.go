@@ -249,6 +249,7 @@ func copySteps(steps []Step) []Step {
 			f := *st.Fault
 			f.KillStorm, f.RejectCreates, f.APIServerRestart = clonePtr(f.KillStorm), clonePtr(f.RejectCreates), clonePtr(f.APIServerRestart)
 			f.SlowAPI, f.ConflictingWriters = clonePtr(f.SlowAPI), clonePtr(f.ConflictingWriters)
+			f.WriteTimeouts = clonePtr(f.WriteTimeouts)
 			st.Fault = &f
 		}
 		st.Pause = clonePtr(st.Pause)

@@ -486,6 +486,7 @@ type FaultStep struct {
 	APIServerRestart   *APIServerRestart   `json:"apiServerRestart,omitempty"`
 	SlowAPI            *SlowAPI            `json:"slowAPI,omitempty"`
 	ConflictingWriters *ConflictingWriters `json:"conflictingWriters,omitempty"`
+	WriteTimeouts      *WriteTimeouts      `json:"writeTimeouts,omitempty"`
 }
 
 // FaultKind names the fault of a fault step; it is the YAML key that holds it.
@@ -498,6 +499,7 @@ const (
 	FaultAPIServerRestart   FaultKind = "apiServerRestart"
 	FaultSlowAPI            FaultKind = "slowAPI"
 	FaultConflictingWriters FaultKind = "conflictingWriters"
+	FaultWriteTimeouts      FaultKind = "writeTimeouts"
 )
 
 // Kinds returns the fault kinds that are set; a valid step has exactly one.
@@ -517,6 +519,9 @@ func (f *FaultStep) Kinds() []FaultKind {
 	}
 	if f.ConflictingWriters != nil {
 		out = append(out, FaultConflictingWriters)
+	}
+	if f.WriteTimeouts != nil {
+		out = append(out, FaultWriteTimeouts)
 	}
 	return out
 }
@@ -579,6 +584,19 @@ type SlowAPI struct {
 	WriteLatency Duration `json:"writeLatency,omitzero"`
 	ReadLatency  Duration `json:"readLatency,omitzero"`
 	For          Duration `json:"for"`
+}
+
+// WriteTimeouts answers one in Every of the controller's pod creates and
+// pod deletes for For as kube-apiserver does when its request deadline
+// passes while the handler still runs: 504, reason Timeout. The write is
+// applied all the same, LandAfter after that answer, as the abandoned
+// handler would. A controller that takes the answer for a refusal and
+// writes again puts a second pod on the node. Like slowAPI, it puts the
+// harness's proxy in front of the controller for the whole run.
+type WriteTimeouts struct {
+	Every     int      `json:"every"`
+	LandAfter Duration `json:"landAfter,omitzero"`
+	For       Duration `json:"for"`
 }
 
 // ConflictingWriters plays other clients writing DaemonSet during a

@@ -578,7 +578,7 @@ func (v *validator) parallel(branches [][]Step, path string, st *simState) *simS
 	controllerBranch := -1
 	createdBy := map[string]int{}
 	// faultBranch: which branch holds a fault that another branch's would
-	// undo or overwrite: a slowAPI (one proxy's latency) or conflicting
+	// undo or overwrite: a fault of the one API proxy or conflicting
 	// writers of a DaemonSet.
 	faultBranch := map[string]int{}
 	for b, branch := range branches {
@@ -624,13 +624,14 @@ func (v *validator) parallel(branches [][]Step, path string, st *simState) *simS
 }
 
 // exclusiveFaults names the faults of a branch (nested ones included) that
-// no other branch of a parallel group may run at the same time: a slowAPI,
-// and conflicting writers per DaemonSet.
+// no other branch of a parallel group may run at the same time: a fault of
+// the one API proxy (slowAPI, writeTimeouts), and conflicting writers per
+// DaemonSet.
 func (v *validator) exclusiveFaults(steps []Step) []string {
 	var out []string
 	for _, s := range steps {
-		if f := s.Fault; f != nil && f.SlowAPI != nil {
-			out = append(out, "a slowAPI fault")
+		if f := s.Fault; f != nil && (f.SlowAPI != nil || f.WriteTimeouts != nil) {
+			out = append(out, "a fault of the API proxy (slowAPI, writeTimeouts)")
 		}
 		if f := s.Fault; f != nil && f.ConflictingWriters != nil {
 			if ds, err := v.s.DaemonSet(f.ConflictingWriters.DaemonSet); err == nil {
@@ -663,7 +664,7 @@ func branchTouchesController(steps []Step) bool {
 func (v *validator) fault(f *FaultStep, step int, kpath string, st *simState) {
 	switch ks := f.Kinds(); len(ks) {
 	case 0:
-		v.errorf(kpath, "a fault step needs one fault: killStorm, rejectCreates, apiServerRestart, slowAPI or conflictingWriters")
+		v.errorf(kpath, "a fault step needs one fault: killStorm, rejectCreates, apiServerRestart, slowAPI, conflictingWriters or writeTimeouts")
 		return
 	case 1:
 	default:
@@ -704,6 +705,18 @@ func (v *validator) fault(f *FaultStep, step int, kpath string, st *simState) {
 			v.errorf(path, "set writeLatency or readLatency: with neither the fault delays nothing")
 		}
 		if a.For.Duration <= 0 {
+			v.errorf(joinPath(path, "for"), "for must be a positive duration such as \"30s\"")
+		}
+	}
+	if w := f.WriteTimeouts; w != nil {
+		path := joinPath(kpath, "writeTimeouts")
+		if w.Every <= 0 {
+			v.errorf(joinPath(path, "every"), "every must be a positive count: 1 times out every pod write, 3 one in three")
+		}
+		if w.LandAfter.Duration < 0 {
+			v.errorf(joinPath(path, "landAfter"), "landAfter must not be negative")
+		}
+		if w.For.Duration <= 0 {
 			v.errorf(joinPath(path, "for"), "for must be a positive duration such as \"30s\"")
 		}
 	}

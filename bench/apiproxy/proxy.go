@@ -65,6 +65,11 @@ type Counts struct {
 	// Failed are the requests it could not forward: the API server not
 	// reachable, or the client or the proxy gone before the response began.
 	Failed int64
+	// TimedOut are the pod writes it answered Timeout (WriteTimeouts);
+	// Landed of them reached the API server later and were applied,
+	// LandFailed were not (refused, or the proxy closed first), and Landing
+	// wait to be sent.
+	TimedOut, Landed, LandFailed, Landing int64
 }
 
 // Proxy listens on 127.0.0.1 over plain HTTP, without authentication, and
@@ -76,6 +81,10 @@ type Proxy struct {
 	latency atomic.Pointer[Latency]
 
 	requests, delayed, failed atomic.Int64
+
+	timeouts                              atomic.Pointer[WriteTimeouts]
+	podWrites                             atomic.Int64 // since the fault was set
+	timedOut, landed, landFailed, landing atomic.Int64
 
 	url       string
 	transport http.RoundTripper
@@ -93,7 +102,8 @@ type Proxy struct {
 	inflight sync.WaitGroup
 }
 
-// New starts a proxy on a free port of 127.0.0.1, with no latency.
+// New starts a proxy on a free port of 127.0.0.1, with no latency and no
+// write timeouts.
 func New(conf Config) (*Proxy, error) {
 	if conf.Upstream == nil {
 		return nil, errors.New("starting the API proxy: no upstream configuration")
@@ -155,11 +165,12 @@ func (p *Proxy) Latency() Latency { return *p.latency.Load() }
 
 // Counts is what the proxy has done so far.
 func (p *Proxy) Counts() Counts {
-	return Counts{Requests: p.requests.Load(), Delayed: p.delayed.Load(), Failed: p.failed.Load()}
+	return Counts{Requests: p.requests.Load(), Delayed: p.delayed.Load(), Failed: p.failed.Load(),
+		TimedOut: p.timedOut.Load(), Landed: p.landed.Load(), LandFailed: p.landFailed.Load(), Landing: p.landing.Load()}
 }
 
 // ServeHTTP delays the request by the latency of its method, then forwards
-// it.
+// it, or answers it Timeout and forwards it later (SetWriteTimeouts).
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !p.enter() {
 		http.Error(w, "apiproxy: closed", http.StatusServiceUnavailable)
@@ -181,6 +192,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "apiproxy: closed", http.StatusServiceUnavailable)
 			return
 		}
+	}
+	if p.timeOut(w, r) {
+		return
 	}
 	p.rp.ServeHTTP(w, r.WithContext(ctx))
 }
@@ -208,7 +222,8 @@ func (p *Proxy) forwardFailed(w http.ResponseWriter, r *http.Request, err error)
 }
 
 // Close stops the proxy: it stops listening, ends every delay and every
-// request it forwards (watches too), waits for their handlers and closes its
+// request it forwards (watches too), drops the timed-out writes not yet
+// landed, waits for their handlers and closes its
 // upstream connections. Safe to repeat.
 func (p *Proxy) Close() error {
 	p.mu.Lock()

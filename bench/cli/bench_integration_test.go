@@ -327,7 +327,7 @@ steps:
 	return path
 }
 
-// The fast subset of make mutants: four broken variants, each caught on a
+// The fast subset of make mutants: five broken variants, each caught on a
 // real KWOK cluster by the violation kind that names its bug, nothing before
 // its first wrong action. (create-on-noschedule is left to make mutants: at
 // 50 nodes its creates can reach the API after the not-ready taint is
@@ -342,7 +342,8 @@ func TestMutantsCaught(t *testing.T) {
 	out := t.TempDir()
 	// The last --controller-binary wins over clusterArgs' one.
 	cmd := append(append([]string{"mutants"}, args...), "--controller-binary", bin, "--out", out, "--nodes", "50", "--correct=false",
-		"--mutants", "surge-all,churn-healthy,exceed-max-unavailable,hot-loop-on-error", "--scenarios", "rolling-max-surge,node-churn,rolling-max-unavailable,chaos-reject-creates")
+		"--mutants", "surge-all,churn-healthy,exceed-max-unavailable,hot-loop-on-error,trust-write-timeouts",
+		"--scenarios", "rolling-max-surge,node-churn,rolling-max-unavailable,chaos-reject-creates,chaos-write-timeouts")
 	_, err := runCLI(t, cmd...)
 	if err != nil {
 		t.Fatalf("mutants: %v", err)
@@ -359,7 +360,8 @@ func TestMutantsCaught(t *testing.T) {
 	if err := json.Unmarshal(data, &cells); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"surge-all": "Oversurge", "churn-healthy": "UnrequestedDisruption", "exceed-max-unavailable": "Overunavailable", "hot-loop-on-error": "HotLoop"}
+	want := map[string]string{"surge-all": "Oversurge", "churn-healthy": "UnrequestedDisruption", "exceed-max-unavailable": "Overunavailable", "hot-loop-on-error": "HotLoop",
+		"trust-write-timeouts": "DuplicatePods"}
 	got := map[string][]string{}
 	for _, c := range cells {
 		got[c.Variant] = append(got[c.Variant], c.Kind)
@@ -382,12 +384,13 @@ func TestMutantsCaught(t *testing.T) {
 // written, the DaemonSets converged afterwards, no unexpected violation
 // meanwhile, and while creates were refused the controller stayed under the
 // step's bound on API calls a minute. The slow API delayed the controller's
-// writes at the proxy; the conflicting writers' last template stayed.
+// writes at the proxy; the conflicting writers' last template stayed; every
+// pod write answered Timeout landed later, and none was made twice.
 func TestChaosFaultsSurvived(t *testing.T) {
 	args := clusterArgs(t)
 	out := t.TempDir()
 	cmd := append([]string{"run", "--out", out, "--nodes", "30", "--repetitions", "1", "--controller", "ours"}, args...)
-	chaos := []string{"chaos-kill-storm", "chaos-reject-creates", "chaos-apiserver-restart", "chaos-slow-api", "chaos-conflicting-writers"}
+	chaos := []string{"chaos-kill-storm", "chaos-reject-creates", "chaos-apiserver-restart", "chaos-slow-api", "chaos-conflicting-writers", "chaos-write-timeouts"}
 	if _, err := runCLI(t, append(cmd, chaos...)...); err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -420,6 +423,13 @@ func TestChaosFaultsSurvived(t *testing.T) {
 					t.Errorf("%s: fault %q: latency %v s (reads %v s), %d requests delayed; want 0.2 s on writes and some delayed",
 						run.ID(), f.Step, f.WriteLatencySeconds, f.ReadLatencySeconds, f.DelayedRequests)
 				}
+			case "writeTimeouts":
+				// How many writes it times out depends on the controller's
+				// pace; every one must land (the run is not cancelled).
+				if f.Injected <= 0 || f.LandedWrites != int64(f.Injected) || f.LandFailures != 0 || f.LandAfterSeconds != 2 {
+					t.Errorf("%s: fault %q: %d writes timed out, %d landed, %d refused then (landAfter %v s); want some, all landed",
+						run.ID(), f.Step, f.Injected, f.LandedWrites, f.LandFailures, f.LandAfterSeconds)
+				}
 			case "conflictingWriters":
 				// Status writes every 500 ms after the first template write, within 20 s.
 				if f.LostUpdate != "" || f.StatusWrites != 39 || f.LastGeneration <= 0 || f.LastValue == "" {
@@ -428,7 +438,10 @@ func TestChaosFaultsSurvived(t *testing.T) {
 				}
 			}
 		}
-		if !slices.Equal(injected, want[run.Scenario]) {
+		if len(injected) == 0 {
+			t.Errorf("%s: no fault recorded", run.ID())
+		}
+		if w, ok := want[run.Scenario]; ok && !slices.Equal(injected, w) {
 			t.Errorf("%s: injected %v, want %v", run.ID(), injected, want[run.Scenario])
 		}
 		for _, v := range run.Violations {
@@ -440,9 +453,9 @@ func TestChaosFaultsSurvived(t *testing.T) {
 	if len(r.Runs) != len(chaos) {
 		t.Errorf("%d runs, want %d", len(r.Runs), len(chaos))
 	}
-	// Only the slow API's controller went through the proxy.
+	// Only the controllers of the proxy's faults went through it.
 	for _, p := range r.Params.PerScenario {
-		if p.APIProxy != (p.Name == "chaos-slow-api") {
+		if p.APIProxy != (p.Name == "chaos-slow-api" || p.Name == "chaos-write-timeouts") {
 			t.Errorf("scenario %s: apiProxy %v", p.Name, p.APIProxy)
 		}
 	}

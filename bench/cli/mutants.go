@@ -45,6 +45,7 @@ var mutantTargets = []struct {
 	{"hot-loop-on-error", []string{"chaos-reject-creates"}},
 	{"no-status-on-error", []string{"chaos-reject-creates"}},
 	{"create-beside-terminating", []string{"rolling-max-unavailable", "bench-repair"}},
+	{"trust-write-timeouts", []string{"chaos-write-timeouts"}},
 }
 
 // mutantCell is one variant on one scenario.
