@@ -74,8 +74,12 @@ func (p *Proxy) timeOut(w http.ResponseWriter, r *http.Request) bool {
 	if n := p.podWrites.Add(1); n%int64(f.Every) != 0 {
 		return false
 	}
+	// Counted as landing from the pick on, so that whoever lifts the fault
+	// and waits for Landing to reach 0 cannot miss a write picked before.
+	p.landing.Add(1)
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
+		p.landing.Add(-1)
 		p.failed.Add(1)
 		http.Error(w, "apiproxy: reading the request: "+err.Error(), http.StatusBadRequest)
 		return true
@@ -85,10 +89,10 @@ func (p *Proxy) timeOut(w http.ResponseWriter, r *http.Request) bool {
 	w.WriteHeader(http.StatusGatewayTimeout)
 	_, _ = w.Write(timeoutBody)
 	if !p.enter() {
+		p.landing.Add(-1)
 		p.landFailed.Add(1) // closed meanwhile: the write never lands
 		return true
 	}
-	p.landing.Add(1)
 	late := r.Clone(p.ctx)
 	late.Body = io.NopCloser(bytes.NewReader(body))
 	late.ContentLength = int64(len(body))

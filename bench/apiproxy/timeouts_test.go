@@ -176,6 +176,7 @@ func TestCloseDropsWritesNotLanded(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
+	clk.Step(2 * time.Hour) // past the landing it would have had
 	nothingReceived(t, got)
 	if c := p.Counts(); c.TimedOut != 1 || c.LandFailed != 1 || c.Landed != 0 || c.Landing != 0 {
 		t.Errorf("counts %+v, want 1 timed out that never landed", c)
