@@ -78,9 +78,10 @@ func (s *runState) slowAPI(ctx context.Context, a *scenarios.SlowAPI, rec *repor
 }
 
 // writeTimeouts answers the controller's pod writes Timeout at the proxy
-// for w.For, then lifts the fault and waits for the writes still to land,
-// also when the run is cancelled meanwhile (Close drops them then). It
-// returns how many writes were answered Timeout.
+// for w.For, then lifts the fault and waits for the writes still to land
+// (each within apiproxy.LateWriteTimeout); a cancelled run stops waiting,
+// and the proxy's Close drops them. It returns how many writes were
+// answered Timeout.
 func (s *runState) writeTimeouts(ctx context.Context, w *scenarios.WriteTimeouts, rec *reports.Fault) (int, error) {
 	p := s.proxy
 	if p == nil {

@@ -282,7 +282,7 @@ type runState struct {
 	ctrl    controllerUnderTest
 	watcher *Watcher
 	// proxy stands between the controller and the API server for the whole
-	// run when the scenario has a slowAPI fault (nil otherwise), and
+	// run when the scenario has a fault that acts there (nil otherwise), and
 	// ctrlKubeconfig is how the controller reaches it.
 	proxy          *apiproxy.Proxy
 	ctrlKubeconfig string
@@ -813,9 +813,9 @@ func (s *runState) createObjects(ctx context.Context) error {
 	return nil
 }
 
-// startAPIProxy puts the harness's latency proxy between the controller
-// and the API server for the whole run, so that slowAPI faults can delay
-// the controller's requests; the harness's own watches and steps go to the
+// startAPIProxy puts the harness's proxy between the controller and the
+// API server for the whole run, so that slowAPI and writeTimeouts faults
+// can act on the controller's requests; the harness's own watches and steps go to the
 // API server directly, so that the oracle's view is not delayed. Only
 // scenarios with such a fault pay for the extra hop. It returns what closes
 // the proxy, which the caller calls once the controller has stopped.

@@ -97,8 +97,9 @@ type ScenarioParams struct {
 	// action, which counts at once) and the lag bounds of its causal rules.
 	Oracle *OracleParams `json:"oracle,omitempty"`
 	// APIProxy: the controller reached the API server through the harness's
-	// latency proxy for the whole run, as it does in a scenario with a
-	// slowAPI fault (one more hop, HTTP/1.1 on loopback instead of HTTP/2).
+	// proxy for the whole run, as it does in a scenario with a slowAPI or
+	// writeTimeouts fault (one more hop, HTTP/1.1 on loopback instead of
+	// HTTP/2).
 	APIProxy bool `json:"apiProxy,omitempty"`
 }
 

@@ -578,8 +578,8 @@ func (v *validator) parallel(branches [][]Step, path string, st *simState) *simS
 	controllerBranch := -1
 	createdBy := map[string]int{}
 	// faultBranch: which branch holds a fault that another branch's would
-	// undo or overwrite: a fault of the one API proxy or conflicting
-	// writers of a DaemonSet.
+	// undo or overwrite: a slowAPI, a writeTimeouts or conflicting writers
+	// of a DaemonSet.
 	faultBranch := map[string]int{}
 	for b, branch := range branches {
 		bpath := indexPath(path, b)
@@ -624,14 +624,17 @@ func (v *validator) parallel(branches [][]Step, path string, st *simState) *simS
 }
 
 // exclusiveFaults names the faults of a branch (nested ones included) that
-// no other branch of a parallel group may run at the same time: a fault of
-// the one API proxy (slowAPI, writeTimeouts), and conflicting writers per
-// DaemonSet.
+// no other branch of a parallel group may run at the same time: a slowAPI
+// (the proxy's one latency), a writeTimeouts (its one write fault), and
+// conflicting writers per DaemonSet.
 func (v *validator) exclusiveFaults(steps []Step) []string {
 	var out []string
 	for _, s := range steps {
-		if f := s.Fault; f != nil && (f.SlowAPI != nil || f.WriteTimeouts != nil) {
-			out = append(out, "a fault of the API proxy (slowAPI, writeTimeouts)")
+		if f := s.Fault; f != nil && f.SlowAPI != nil {
+			out = append(out, "a slowAPI fault")
+		}
+		if f := s.Fault; f != nil && f.WriteTimeouts != nil {
+			out = append(out, "a writeTimeouts fault")
 		}
 		if f := s.Fault; f != nil && f.ConflictingWriters != nil {
 			if ds, err := v.s.DaemonSet(f.ConflictingWriters.DaemonSet); err == nil {

@@ -74,8 +74,8 @@ type Counts struct {
 
 // Proxy listens on 127.0.0.1 over plain HTTP, without authentication, and
 // forwards every request to the API server with the upstream's credentials,
-// after the latency set for its method. Responses stream through as they
-// come (watches event by event).
+// after the latency set for its method, unless a write timeout answers it
+// first. Responses stream through as they come (watches event by event).
 type Proxy struct {
 	clock   clock.Clock
 	latency atomic.Pointer[Latency]
@@ -214,7 +214,9 @@ func (p *Proxy) enter() bool {
 // forwardFailed answers a request the API server could not be asked, or
 // whose response broke off, quietly: the client sees a 502 and retries.
 func (p *Proxy) forwardFailed(w http.ResponseWriter, r *http.Request, err error) {
-	p.failed.Add(1)
+	if _, late := w.(*statusRecorder); !late {
+		p.failed.Add(1) // a late write counts in LandFailed instead
+	}
 	if r.Context().Err() != nil {
 		return // the client or the proxy is gone: nobody to answer
 	}

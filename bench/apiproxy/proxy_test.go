@@ -95,14 +95,16 @@ func send(ctx context.Context, p *Proxy, method, path string) <-chan result {
 	return out
 }
 
-func wait(t *testing.T, ch <-chan result) result {
+// wait returns what ch gives, failing after 10 s without.
+func wait[T any](t *testing.T, ch <-chan T) T {
 	t.Helper()
 	select {
 	case r := <-ch:
 		return r
 	case <-time.After(10 * time.Second):
-		t.Fatal("no response in 10 s")
-		return result{}
+		var zero T
+		t.Fatalf("nothing in 10 s (%T)", zero)
+		return zero
 	}
 }
 

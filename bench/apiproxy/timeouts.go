@@ -2,6 +2,7 @@ package apiproxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -24,10 +25,16 @@ type WriteTimeouts struct {
 	LandAfter time.Duration
 }
 
-// timeoutMessage is kube-apiserver's own (its timeout filter's) text.
+// LateWriteTimeout bounds a timed-out write's trip to the API server once
+// it is sent (kube-apiserver's own default request timeout): a write still
+// unanswered then counts as not landed.
+const LateWriteTimeout = time.Minute
+
+// timeoutMessage is kube-apiserver's own text for a request whose deadline
+// passed while its handler ran on (its request finisher's).
 const timeoutMessage = "Timeout: request did not complete within requested timeout - context deadline exceeded"
 
-// timeoutBody is the Status kube-apiserver's timeout filter answers with.
+// timeoutBody is the Status kube-apiserver answers with then.
 var timeoutBody = func() []byte {
 	b, err := json.Marshal(metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
@@ -88,13 +95,18 @@ func (p *Proxy) timeOut(w http.ResponseWriter, r *http.Request) bool {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusGatewayTimeout)
 	_, _ = w.Write(timeoutBody)
+	// The answer goes out before the write can land, even at LandAfter 0.
+	_ = http.NewResponseController(w).Flush()
 	if !p.enter() {
 		p.landing.Add(-1)
 		p.landFailed.Add(1) // closed meanwhile: the write never lands
 		return true
 	}
+	// Cloned now: the server's request is not to be used once the handler
+	// has returned.
 	late := r.Clone(p.ctx)
 	late.Body = io.NopCloser(bytes.NewReader(body))
+	late.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	late.ContentLength = int64(len(body))
 	go func() {
 		defer p.inflight.Done()
@@ -107,8 +119,10 @@ func (p *Proxy) timeOut(w http.ResponseWriter, r *http.Request) bool {
 			p.landFailed.Add(1)
 			return
 		}
+		ctx, cancel := context.WithTimeout(p.ctx, LateWriteTimeout)
+		defer cancel()
 		rec := &statusRecorder{header: http.Header{}}
-		p.rp.ServeHTTP(rec, late)
+		p.rp.ServeHTTP(rec, late.WithContext(ctx))
 		if rec.code >= 200 && rec.code < 300 {
 			p.landed.Add(1)
 		} else {
@@ -128,7 +142,7 @@ type statusRecorder struct {
 func (s *statusRecorder) Header() http.Header { return s.header }
 
 func (s *statusRecorder) WriteHeader(code int) {
-	if s.code == 0 {
+	if s.code == 0 && code >= 200 { // 1xx are interim
 		s.code = code
 	}
 }

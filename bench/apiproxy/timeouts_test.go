@@ -77,17 +77,6 @@ func clientFor(t *testing.T, p *Proxy) kubernetes.Interface {
 	return cs
 }
 
-func nextReceived(t *testing.T, got <-chan received) received {
-	t.Helper()
-	select {
-	case r := <-got:
-		return r
-	case <-time.After(10 * time.Second):
-		t.Fatal("the API server got nothing in 10 s")
-		return received{}
-	}
-}
-
 func nothingReceived(t *testing.T, got <-chan received) {
 	t.Helper()
 	select {
@@ -115,11 +104,11 @@ func TestWriteTimeoutsAnswerTimeoutThenLand(t *testing.T) {
 	if _, err := pods.Create(ctx, pod("first"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("1st pod write: %v", err)
 	}
-	nextReceived(t, got)
+	wait(t, got)
 	if r := wait(t, send(ctx, p, http.MethodGet, "/api/v1/namespaces/dsbench/pods")); r.err != nil {
 		t.Fatalf("a read: %v", r.err)
 	}
-	nextReceived(t, got) // reads are never timed out, nor counted
+	wait(t, got) // reads are never timed out, nor counted
 	_, err := pods.Create(ctx, pod("second"), metav1.CreateOptions{})
 	if !apierrors.IsTimeout(err) {
 		t.Fatalf("2nd pod write: %v, want kube-apiserver's Timeout", err)
@@ -132,7 +121,7 @@ func TestWriteTimeoutsAnswerTimeoutThenLand(t *testing.T) {
 	clk.Step(time.Second)
 	nothingReceived(t, got)
 	clk.Step(time.Second)
-	if r := nextReceived(t, got); r.method != http.MethodPost || r.path != "/api/v1/namespaces/dsbench/pods" || !strings.Contains(r.body, "second") {
+	if r := wait(t, got); r.method != http.MethodPost || r.path != "/api/v1/namespaces/dsbench/pods" || !strings.Contains(r.body, "second") {
 		t.Fatalf("landed %+v, want the 2nd create as sent", r)
 	}
 	waitCounts(t, p, func(c Counts) bool { return c.Landed == 1 && c.Landing == 0 })
@@ -140,13 +129,13 @@ func TestWriteTimeoutsAnswerTimeoutThenLand(t *testing.T) {
 	if err := pods.Delete(ctx, "first", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("3rd pod write: %v", err)
 	}
-	nextReceived(t, got)
+	wait(t, got)
 	if err := pods.Delete(ctx, "second", metav1.DeleteOptions{}); !apierrors.IsTimeout(err) {
 		t.Fatalf("4th pod write: %v, want Timeout", err)
 	}
 	waitForTimer(t, clk)
 	clk.Step(2 * time.Second)
-	if r := nextReceived(t, got); r.method != http.MethodDelete || r.path != "/api/v1/namespaces/dsbench/pods/second" {
+	if r := wait(t, got); r.method != http.MethodDelete || r.path != "/api/v1/namespaces/dsbench/pods/second" {
 		t.Fatalf("landed %+v, want the delete of second", r)
 	}
 	waitCounts(t, p, func(c Counts) bool { return c.TimedOut == 2 && c.Landed == 2 && c.Landing == 0 && c.LandFailed == 0 })
@@ -156,7 +145,7 @@ func TestWriteTimeoutsAnswerTimeoutThenLand(t *testing.T) {
 		if _, err := pods.Create(ctx, pod("after"), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("a pod write after the fault: %v", err)
 		}
-		nextReceived(t, got)
+		wait(t, got)
 	}
 }
 

@@ -438,10 +438,9 @@ func TestChaosFaultsSurvived(t *testing.T) {
 				}
 			}
 		}
-		if len(injected) == 0 {
-			t.Errorf("%s: no fault recorded", run.ID())
-		}
-		if w, ok := want[run.Scenario]; ok && !slices.Equal(injected, w) {
+		// chaos-write-timeouts' count depends on the controller's pace: one
+		// fault, checked above.
+		if w, ok := want[run.Scenario]; ok && !slices.Equal(injected, w) || !ok && len(injected) != 1 {
 			t.Errorf("%s: injected %v, want %v", run.ID(), injected, want[run.Scenario])
 		}
 		for _, v := range run.Violations {
