@@ -98,6 +98,14 @@ func (s *runState) writeTimeouts(ctx context.Context, w *scenarios.WriteTimeouts
 	after := p.Counts()
 	rec.LandedWrites = after.Landed - before.Landed
 	rec.LandFailures = after.LandFailed - before.LandFailed
+	for why, n := range after.LandFailedBy {
+		if d := n - before.LandFailedBy[why]; d > 0 {
+			if rec.LandFailuresBy == nil {
+				rec.LandFailuresBy = map[string]int64{}
+			}
+			rec.LandFailuresBy[why] = d
+		}
+	}
 	return int(after.TimedOut - before.TimedOut), ctx.Err()
 }
 

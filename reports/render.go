@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -371,6 +372,7 @@ func (a *analysis) faultsTable() (table, bool) {
 			fs := byKind[k]
 			var injected, survived, violations, statusWrites, lost int
 			var delayed, landed, landFailures int64
+			landFailuresBy := map[string]int64{}
 			var recovery, rates []float64
 			bound := 0.0
 			for _, f := range fs {
@@ -378,6 +380,9 @@ func (a *analysis) faultsTable() (table, bool) {
 				delayed += f.DelayedRequests
 				landed += f.LandedWrites
 				landFailures += f.LandFailures
+				for why, n := range f.LandFailuresBy {
+					landFailuresBy[why] += n
+				}
 				if f.LostUpdate != "" {
 					lost++
 				}
@@ -410,7 +415,15 @@ func (a *analysis) faultsTable() (table, bool) {
 				also = append(also, fmt.Sprintf("%d requests delayed", delayed))
 			}
 			if landed+landFailures > 0 {
-				also = append(also, fmt.Sprintf("%d timed-out writes landed later, %d refused then", landed, landFailures))
+				refused := fmt.Sprintf("%d timed-out writes landed later, %d refused then", landed, landFailures)
+				if len(landFailuresBy) > 0 {
+					var whys []string
+					for _, why := range slices.Sorted(maps.Keys(landFailuresBy)) {
+						whys = append(whys, fmt.Sprintf("%s: %d", why, landFailuresBy[why]))
+					}
+					refused += " (" + strings.Join(whys, ", ") + ")"
+				}
+				also = append(also, refused)
 			}
 			if statusWrites > 0 {
 				also = append(also, fmt.Sprintf("%d bogus status writes, %d lost updates", statusWrites, lost))

@@ -298,10 +298,13 @@ type Fault struct {
 	DelayedRequests     int64   `json:"delayedRequests,omitempty"`
 	// A writeTimeouts fault counts in Injected the pod writes it answered
 	// Timeout; LandedWrites of them were applied LandAfterSeconds after
-	// that answer, LandFailures were not (refused when they arrived).
-	LandAfterSeconds float64 `json:"landAfterSeconds,omitempty"`
-	LandedWrites     int64   `json:"landedWrites,omitempty"`
-	LandFailures     int64   `json:"landFailures,omitempty"`
+	// that answer, LandFailures were not (refused when they arrived);
+	// LandFailuresBy splits those by method and why ("DELETE 404",
+	// "POST no answer", "POST not sent").
+	LandAfterSeconds float64          `json:"landAfterSeconds,omitempty"`
+	LandedWrites     int64            `json:"landedWrites,omitempty"`
+	LandFailures     int64            `json:"landFailures,omitempty"`
+	LandFailuresBy   map[string]int64 `json:"landFailuresBy,omitempty"`
 	// DaemonSet is the one conflicting writers wrote (namespace/name).
 	DaemonSet string `json:"daemonSet,omitempty"`
 	// StatusWrites counts their bogus status writes (Injected counts their

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -54,6 +55,9 @@ type Config struct {
 	Upstream *rest.Config
 	// Clock times the delays; nil is the real clock.
 	Clock clock.Clock
+	// LateWriteTimeout bounds a timed-out write's trip to the API server
+	// once it is sent; 0 is the package's LateWriteTimeout.
+	LateWriteTimeout time.Duration
 }
 
 // Counts are what a proxy has done so far.
@@ -70,6 +74,11 @@ type Counts struct {
 	// LandFailed were not (refused, or the proxy closed first), and Landing
 	// wait to be sent.
 	TimedOut, Landed, LandFailed, Landing int64
+	// LandFailedBy splits LandFailed by why, e.g. "DELETE 404" (the
+	// method and the status code: the API server's, or 502 when it could
+	// not be reached), "POST no answer" (the deadline passed or the
+	// response broke off) or "POST not sent" (the proxy closed first).
+	LandFailedBy map[string]int64
 }
 
 // Proxy listens on 127.0.0.1 over plain HTTP, without authentication, and
@@ -85,6 +94,9 @@ type Proxy struct {
 	timeouts                              atomic.Pointer[WriteTimeouts]
 	podWrites                             atomic.Int64 // since the fault was set
 	timedOut, landed, landFailed, landing atomic.Int64
+	lateWriteTimeout                      time.Duration
+	landFailedByMu                        sync.Mutex
+	landFailedBy                          map[string]int64
 
 	url       string
 	transport http.RoundTripper
@@ -130,7 +142,11 @@ func New(conf Config) (*Proxy, error) {
 		return nil, fmt.Errorf("starting the API proxy: %w", err)
 	}
 	quiet := log.New(io.Discard, "", 0)
-	p := &Proxy{clock: conf.Clock, url: "http://" + ln.Addr().String(), transport: rt, served: make(chan struct{})}
+	if conf.LateWriteTimeout <= 0 {
+		conf.LateWriteTimeout = LateWriteTimeout
+	}
+	p := &Proxy{clock: conf.Clock, url: "http://" + ln.Addr().String(), transport: rt, served: make(chan struct{}),
+		lateWriteTimeout: conf.LateWriteTimeout, landFailedBy: map[string]int64{}}
 	p.latency.Store(&Latency{})
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.rp = &httputil.ReverseProxy{
@@ -165,8 +181,12 @@ func (p *Proxy) Latency() Latency { return *p.latency.Load() }
 
 // Counts is what the proxy has done so far.
 func (p *Proxy) Counts() Counts {
+	p.landFailedByMu.Lock()
+	by := maps.Clone(p.landFailedBy)
+	p.landFailedByMu.Unlock()
 	return Counts{Requests: p.requests.Load(), Delayed: p.delayed.Load(), Failed: p.failed.Load(),
-		TimedOut: p.timedOut.Load(), Landed: p.landed.Load(), LandFailed: p.landFailed.Load(), Landing: p.landing.Load()}
+		TimedOut: p.timedOut.Load(), Landed: p.landed.Load(), LandFailed: p.landFailed.Load(), Landing: p.landing.Load(),
+		LandFailedBy: by}
 }
 
 // ServeHTTP delays the request by the latency of its method, then forwards

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +151,7 @@ func TestWritesDelayedReadsNot(t *testing.T) {
 			t.Fatalf("%s: %q, %v", method, r.body, r.err)
 		}
 	}
-	if got, want := p.Counts(), (Counts{Requests: 5, Delayed: 4}); got != want {
+	if got, want := p.Counts(), (Counts{Requests: 5, Delayed: 4, LandFailedBy: map[string]int64{}}); !reflect.DeepEqual(got, want) {
 		t.Errorf("counts %+v, want %+v", got, want)
 	}
 
@@ -166,7 +167,7 @@ func TestWritesDelayedReadsNot(t *testing.T) {
 	if r := wait(t, ch); r.err != nil {
 		t.Fatalf("delayed read: %v", r.err)
 	}
-	if got, want := p.Counts(), (Counts{Requests: 7, Delayed: 5}); got != want {
+	if got, want := p.Counts(), (Counts{Requests: 7, Delayed: 5, LandFailedBy: map[string]int64{}}); !reflect.DeepEqual(got, want) {
 		t.Errorf("counts %+v, want %+v", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,7 +28,8 @@ type WriteTimeouts struct {
 
 // LateWriteTimeout bounds a timed-out write's trip to the API server once
 // it is sent (kube-apiserver's own default request timeout): a write still
-// unanswered then counts as not landed.
+// unanswered then counts as not landed. Config.LateWriteTimeout overrides
+// it.
 const LateWriteTimeout = time.Minute
 
 // timeoutMessage is kube-apiserver's own text for a request whose deadline
@@ -99,7 +101,7 @@ func (p *Proxy) timeOut(w http.ResponseWriter, r *http.Request) bool {
 	_ = http.NewResponseController(w).Flush()
 	if !p.enter() {
 		p.landing.Add(-1)
-		p.landFailed.Add(1) // closed meanwhile: the write never lands
+		p.landFailedAs(r.Method, "not sent") // closed meanwhile: the write never lands
 		return true
 	}
 	// Cloned now: the server's request is not to be used once the handler
@@ -116,20 +118,32 @@ func (p *Proxy) timeOut(w http.ResponseWriter, r *http.Request) bool {
 		case <-t.C():
 		case <-p.ctx.Done():
 			t.Stop()
-			p.landFailed.Add(1)
+			p.landFailedAs(late.Method, "not sent")
 			return
 		}
-		ctx, cancel := context.WithTimeout(p.ctx, LateWriteTimeout)
+		ctx, cancel := context.WithTimeout(p.ctx, p.lateWriteTimeout)
 		defer cancel()
 		rec := &statusRecorder{header: http.Header{}}
 		p.rp.ServeHTTP(rec, late.WithContext(ctx))
-		if rec.code >= 200 && rec.code < 300 {
+		switch {
+		case rec.code >= 200 && rec.code < 300:
 			p.landed.Add(1)
-		} else {
-			p.landFailed.Add(1)
+		case rec.code == 0 || ctx.Err() != nil:
+			// No answer, or one cut off by the deadline or by Close.
+			p.landFailedAs(late.Method, "no answer")
+		default:
+			p.landFailedAs(late.Method, strconv.Itoa(rec.code))
 		}
 	}()
 	return true
+}
+
+// landFailedAs counts a timed-out write that did not land, and why.
+func (p *Proxy) landFailedAs(method, why string) {
+	p.landFailedByMu.Lock()
+	p.landFailedBy[method+" "+why]++
+	p.landFailedByMu.Unlock()
+	p.landFailed.Add(1)
 }
 
 // statusRecorder is the ResponseWriter of a write whose client was already

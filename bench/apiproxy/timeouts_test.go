@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -167,8 +168,59 @@ func TestCloseDropsWritesNotLanded(t *testing.T) {
 	}
 	clk.Step(2 * time.Hour) // past the landing it would have had
 	nothingReceived(t, got)
-	if c := p.Counts(); c.TimedOut != 1 || c.LandFailed != 1 || c.Landed != 0 || c.Landing != 0 {
-		t.Errorf("counts %+v, want 1 timed out that never landed", c)
+	if c := p.Counts(); c.TimedOut != 1 || c.LandFailed != 1 || c.Landed != 0 || c.Landing != 0 || c.LandFailedBy["DELETE not sent"] != 1 {
+		t.Errorf("counts %+v, want 1 timed out that never landed, not sent", c)
+	}
+}
+
+// A late write the API server refuses counts as not landed, by its code;
+// one it does not answer within the late-write deadline counts as not
+// landed without one, and no longer waits to land.
+func TestLateWritesRefusedOrUnanswered(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	got := make(chan received, 10)
+	server := func(w http.ResponseWriter, r *http.Request) {
+		got <- received{method: r.Method, path: r.URL.Path}
+		if r.Method == http.MethodDelete {
+			<-r.Context().Done() // never answers
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusConflict)
+		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"AlreadyExists","code":409}`)
+	}
+	p := start(t, Config{Upstream: upstream(t, server), Clock: clk, LateWriteTimeout: 100 * time.Millisecond})
+	p.SetWriteTimeouts(WriteTimeouts{Every: 1, LandAfter: time.Second})
+	pods := clientFor(t, p).CoreV1().Pods("dsbench")
+	ctx := t.Context()
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent-x2k9q", Namespace: "dsbench"}}
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); !apierrors.IsTimeout(err) {
+		t.Fatalf("create: %v, want Timeout", err)
+	}
+	waitForTimer(t, clk)
+	clk.Step(time.Second)
+	if r := wait(t, got); r.method != http.MethodPost {
+		t.Fatalf("landed %+v, want the create", r)
+	}
+	waitCounts(t, p, func(c Counts) bool { return c.Landing == 0 })
+	if c := p.Counts(); c.LandFailed != 1 || c.Landed != 0 || !reflect.DeepEqual(c.LandFailedBy, map[string]int64{"POST 409": 1}) {
+		t.Fatalf("after the refused create: %+v, want it counted as POST 409", c)
+	}
+
+	if err := pods.Delete(ctx, "agent-x2k9q", metav1.DeleteOptions{}); !apierrors.IsTimeout(err) {
+		t.Fatalf("delete: %v, want Timeout", err)
+	}
+	waitForTimer(t, clk)
+	clk.Step(time.Second)
+	if r := wait(t, got); r.method != http.MethodDelete {
+		t.Fatalf("landed %+v, want the delete", r)
+	}
+	// Only the deadline (real time, 100 ms) ends it now.
+	waitCounts(t, p, func(c Counts) bool { return c.Landing == 0 })
+	if c := p.Counts(); c.TimedOut != 2 || c.LandFailed != 2 || c.Landed != 0 ||
+		!reflect.DeepEqual(c.LandFailedBy, map[string]int64{"POST 409": 1, "DELETE no answer": 1}) {
+		t.Fatalf("after the unanswered delete: %+v, want it counted as DELETE no answer", c)
 	}
 }
 
