@@ -91,12 +91,12 @@ type Proxy struct {
 
 	requests, delayed, failed atomic.Int64
 
-	timeouts                              atomic.Pointer[WriteTimeouts]
-	podWrites                             atomic.Int64 // since the fault was set
-	timedOut, landed, landFailed, landing atomic.Int64
-	lateWriteTimeout                      time.Duration
-	landFailedByMu                        sync.Mutex
-	landFailedBy                          map[string]int64
+	timeouts                  atomic.Pointer[WriteTimeouts]
+	podWrites                 atomic.Int64 // since the fault was set
+	timedOut, landed, landing atomic.Int64
+	lateWriteTimeout          time.Duration
+	landFailedByMu            sync.Mutex
+	landFailedBy              map[string]int64 // LandFailed is their sum
 
 	url       string
 	transport http.RoundTripper
@@ -184,8 +184,12 @@ func (p *Proxy) Counts() Counts {
 	p.landFailedByMu.Lock()
 	by := maps.Clone(p.landFailedBy)
 	p.landFailedByMu.Unlock()
+	var landFailed int64
+	for _, n := range by {
+		landFailed += n
+	}
 	return Counts{Requests: p.requests.Load(), Delayed: p.delayed.Load(), Failed: p.failed.Load(),
-		TimedOut: p.timedOut.Load(), Landed: p.landed.Load(), LandFailed: p.landFailed.Load(), Landing: p.landing.Load(),
+		TimedOut: p.timedOut.Load(), Landed: p.landed.Load(), LandFailed: landFailed, Landing: p.landing.Load(),
 		LandFailedBy: by}
 }
 

@@ -100,8 +100,10 @@ func (p *Proxy) timeOut(w http.ResponseWriter, r *http.Request) bool {
 	// The answer goes out before the write can land, even at LandAfter 0.
 	_ = http.NewResponseController(w).Flush()
 	if !p.enter() {
-		p.landing.Add(-1)
+		// Counted before it stops landing: whoever waits for Landing 0 then
+		// reads the failure.
 		p.landFailedAs(r.Method, "not sent") // closed meanwhile: the write never lands
+		p.landing.Add(-1)
 		return true
 	}
 	// Cloned now: the server's request is not to be used once the handler
@@ -143,7 +145,6 @@ func (p *Proxy) landFailedAs(method, why string) {
 	p.landFailedByMu.Lock()
 	p.landFailedBy[method+" "+why]++
 	p.landFailedByMu.Unlock()
-	p.landFailed.Add(1)
 }
 
 // statusRecorder is the ResponseWriter of a write whose client was already
