@@ -102,9 +102,10 @@ type Config struct {
 	// (sent and not yet seen); 0 means no cap. Creates always go in
 	// slow-start batches of 1, 2, 4, ... and stop after a batch with errors.
 	BurstReplicas int
-	// MaxCreateBatch caps a slow-start batch, the creates in flight at once;
-	// 0 means DefaultMaxCreateBatch. Unlike upstream's burst of 250 it does
-	// not end the sync: the batches go on at this size.
+	// MaxCreateBatch caps a slow-start batch, the creates in flight at once,
+	// and a sync's deletes in flight; 0 means DefaultMaxCreateBatch. Unlike
+	// upstream's burst of 250 it does not end the sync: the batches go on
+	// at this size, and the deletes stream.
 	MaxCreateBatch int
 	// SlowStartInitialBatch is the first slow-start batch of a DaemonSet's
 	// creates when nothing is remembered of its last ones (a new DaemonSet,

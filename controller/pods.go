@@ -159,14 +159,18 @@ func (c *Controller) writePods(ctx context.Context, ds *appsv1.DaemonSet, key, h
 	// node's replacement waits for its old pod to be gone; a surge pod is
 	// created before, and its predecessor deleted in a later sync), so their
 	// order does not matter, and the deletes need not wait out a slow start.
+	// They stream with at most maxCreateBatch in flight, as the creates past
+	// their slow start: four DaemonSets rolling at once on 5000 nodes sent
+	// 4000 writes together, a goroutine and an HTTP/2 stream each, and the
+	// controller's memory doubled for those seconds (bench/SCALE.md).
 	var wg sync.WaitGroup
-	for _, d := range deletes {
-		wg.Go(func() {
-			if err := c.deletePodFor(ctx, ds, key, d); err != nil {
+	wg.Go(func() {
+		streamCalls(len(deletes), c.maxCreateBatch, func(i int) {
+			if err := c.deletePodFor(ctx, ds, key, deletes[i]); err != nil {
 				fail(err)
 			}
 		})
-	}
+	})
 	if c.slowStartWindow {
 		c.createInWindow(ctx, ds, key, hash, creates, fail)
 	} else {
@@ -174,6 +178,21 @@ func (c *Controller) writePods(ctx context.Context, ds *appsv1.DaemonSet, key, h
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// streamCalls calls call(i) for each i below n with at most limit calls in
+// flight, the next as soon as one returns, and returns when all have.
+func streamCalls(n, limit int, call func(i int)) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, max(limit, 1))
+	for i := range n {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			call(i)
+		})
+	}
+	wg.Wait()
 }
 
 // writeDone records how a DaemonSet's writes ended. A failure requeues it

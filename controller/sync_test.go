@@ -922,6 +922,35 @@ func TestSyncDeletesPodOnIneligibleNodeWithUIDPrecondition(t *testing.T) {
 	}
 }
 
+// A sync's deletes stream under MaxCreateBatch (streamCalls bounds them),
+// and, unlike the creates, a failure stops none of them: every pod meant to
+// go is asked to, and only the failed delete stops being awaited.
+func TestSyncStreamsDeletes(t *testing.T) {
+	ds := newDaemonSet("agent", withNodeSelector(map[string]string{"role": "worker"}))
+	objs := []runtime.Object{ds, currentRevision(t, ds)}
+	for i := range 7 {
+		node := fmt.Sprintf("n%d", i)
+		objs = append(objs, newNode(node, map[string]string{"role": "infra"}), newPodFor(ds, "agent-"+node, node))
+	}
+	f := newFixture(t, objs, func(c *Config) { c.MaxCreateBatch = 2 })
+	calls := 0 // the fake client runs one reactor at a time
+	f.client.PrependReactor("delete", "pods", func(a core.Action) (bool, runtime.Object, error) {
+		if calls++; calls == 3 {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("denied by a webhook"))
+		}
+		return false, nil, nil
+	})
+	if err := f.sync(dsKey(ds)); err == nil {
+		t.Fatal("sync succeeded with a delete refused, want its error")
+	}
+	if dels := filterActions(f.actions(), "delete pods"); len(dels) != 7 {
+		t.Errorf("delete calls = %d, want 7 (one per pod, the refused one included)", len(dels))
+	}
+	if _, d := f.c.expectations.Pending(dsKey(ds)); d != 6 {
+		t.Errorf("pending deletes = %d, want 6 (the refused delete no longer awaited)", d)
+	}
+}
+
 func TestSyncStatusWrittenOnlyOnChange(t *testing.T) {
 	ds := newDaemonSet("agent")
 	ds.Status = appsv1.DaemonSetStatus{

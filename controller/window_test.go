@@ -170,3 +170,54 @@ func TestSyncWindowedCreates(t *testing.T) {
 		})
 	}
 }
+
+// streamCalls makes every call, never more than limit at once, and does
+// reach the limit: the calls are held until the limit is in flight, and a
+// while longer, so that a stream with no bound lets more start and a stream
+// that sends one at a time never gets there.
+func TestStreamCallsBoundsCallsInFlight(t *testing.T) {
+	for _, tt := range []struct{ n, limit int }{
+		{n: 0, limit: 4},
+		{n: 1, limit: 4},
+		{n: 10, limit: 4},
+		{n: 10, limit: 1},
+		{n: 3, limit: 0}, // treated as 1
+		{n: 300, limit: 250},
+	} {
+		t.Run(fmt.Sprintf("n=%d,limit=%d", tt.n, tt.limit), func(t *testing.T) {
+			want := int64(min(tt.n, max(tt.limit, 1)))
+			var inFlight, peak atomic.Int64
+			made := make([]atomic.Int32, tt.n)
+			gate, done := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				streamCalls(tt.n, tt.limit, func(i int) {
+					now := inFlight.Add(1)
+					for p := peak.Load(); now > p && !peak.CompareAndSwap(p, now); p = peak.Load() {
+					}
+					<-gate
+					made[i].Add(1)
+					inFlight.Add(-1)
+				})
+			}()
+			for deadline := time.Now().Add(2 * time.Second); inFlight.Load() < want && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(50 * time.Millisecond) // room for calls past the limit to start, were they let
+			close(gate)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("streamCalls did not return within 10 s of its calls being let go")
+			}
+			for i := range made {
+				if got := made[i].Load(); got != 1 {
+					t.Errorf("call %d made %d times, want once", i, got)
+				}
+			}
+			if peak.Load() != want {
+				t.Errorf("at most %d calls in flight at once, want %d", peak.Load(), want)
+			}
+		})
+	}
+}

@@ -36,7 +36,8 @@
 //	                       batches double while smaller than it, then the rest
 //	                       streams with this many in flight (a 5000-node
 //	                       DaemonSet would otherwise send 2048 at once to a
-//	                       real API server)
+//	                       real API server); a sync's deletes stream under it
+//	                       too
 //	--slow-start-initial-batch 1  first slow-start batch of a DaemonSet's
 //	                       creates when none ended in the last minute (1:
 //	                       upstream's); after a failed create the retries

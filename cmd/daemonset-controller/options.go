@@ -131,7 +131,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.burstReplicas, "burst-replicas", o.burstReplicas,
 		"Cap on a DaemonSet's creates, and on its deletes, in flight (sent and not yet seen); 0: no cap (upstream's fixed 250 slows large clusters). Creates always go in slow-start batches 1, 2, 4, ... that stop at the first failing batch.")
 	fs.IntVar(&o.maxCreateBatch, "max-create-batch", o.maxCreateBatch,
-		"Cap on creates in flight at once: slow-start batches double up to this size, then go on at it within the same sync.")
+		"Cap on creates in flight at once: slow-start batches double up to this size, then go on at it within the same sync. A sync's deletes stream with at most this many in flight.")
 	fs.IntVar(&o.slowStartFirst, "slow-start-initial-batch", o.slowStartFirst,
 		"First slow-start batch of a DaemonSet's creates when none of its creates ended in the last minute (1: upstream's). A larger one saves a round trip per doubling on a new DaemonSet; after a failed create the retries start at 1 whatever it is.")
 	fs.IntVar(&o.maxPodWrites, "max-pod-writes-in-flight", o.maxPodWrites,
