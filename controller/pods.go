@@ -160,12 +160,13 @@ func (c *Controller) writePods(ctx context.Context, ds *appsv1.DaemonSet, key, h
 	// created before, and its predecessor deleted in a later sync), so their
 	// order does not matter, and the deletes need not wait out a slow start.
 	// They stream with at most maxCreateBatch in flight, as the creates past
-	// their slow start: four DaemonSets rolling at once on 5000 nodes sent
-	// 4000 writes together, a goroutine and an HTTP/2 stream each, and the
-	// controller's memory doubled for those seconds (bench/SCALE.md).
+	// their slow start: sent at once, three DaemonSets rolling on 5000 nodes
+	// put 3000 deletes in flight, a goroutine and an HTTP/2 stream each, and
+	// the controller's memory doubled for those seconds (bench/SCALE.md).
+	// A failed delete stops none of the others.
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		streamCalls(len(deletes), c.maxCreateBatch, func(i int) {
+		streamCalls(len(deletes), c.maxCreateBatch, nil, func(i int) {
 			if err := c.deletePodFor(ctx, ds, key, deletes[i]); err != nil {
 				fail(err)
 			}
@@ -180,19 +181,26 @@ func (c *Controller) writePods(ctx context.Context, ds *appsv1.DaemonSet, key, h
 	return errors.Join(errs...)
 }
 
-// streamCalls calls call(i) for each i below n with at most limit calls in
-// flight, the next as soon as one returns, and returns when all have.
-func streamCalls(n, limit int, call func(i int)) {
+// streamCalls calls call(i) for i from 0 below n with at most limit calls
+// in flight, the next as soon as one returns. Once a call may start it asks
+// stopped (nil: never stop) and, if told to, starts no more. It returns how
+// many it started, when all of them have returned.
+func streamCalls(n, limit int, stopped func() bool, call func(i int)) (started int) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, max(limit, 1))
 	for i := range n {
 		slots <- struct{}{}
+		if stopped != nil && stopped() {
+			break
+		}
+		started++
 		wg.Go(func() {
 			defer func() { <-slots }()
 			call(i)
 		})
 	}
 	wg.Wait()
+	return started
 }
 
 // writeDone records how a DaemonSet's writes ended. A failure requeues it
@@ -303,21 +311,11 @@ func (c *Controller) createInSlowStart(ctx context.Context, ds *appsv1.DaemonSet
 		c.rememberSlowStart(key, largest)
 		return
 	}
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, c.maxCreateBatch)
-	for i, node := range nodes[pos:] {
-		slots <- struct{}{}
-		if failed.Load() {
-			skip(pos + i)
-			wg.Wait()
-			return
-		}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			create(node, true)
-		})
+	rest := nodes[pos:]
+	if sent := streamCalls(len(rest), c.maxCreateBatch, failed.Load, func(i int) { create(rest[i], true) }); sent < len(rest) {
+		skip(pos + sent)
+		return
 	}
-	wg.Wait()
 	if failed.Load() {
 		c.rememberSlowStart(key, 0)
 		return

@@ -191,7 +191,7 @@ func TestStreamCallsBoundsCallsInFlight(t *testing.T) {
 			gate, done := make(chan struct{}), make(chan struct{})
 			go func() {
 				defer close(done)
-				streamCalls(tt.n, tt.limit, func(i int) {
+				streamCalls(tt.n, tt.limit, nil, func(i int) {
 					now := inFlight.Add(1)
 					for p := peak.Load(); now > p && !peak.CompareAndSwap(p, now); p = peak.Load() {
 					}
@@ -219,5 +219,18 @@ func TestStreamCallsBoundsCallsInFlight(t *testing.T) {
 				t.Errorf("at most %d calls in flight at once, want %d", peak.Load(), want)
 			}
 		})
+	}
+}
+
+// streamCalls starts no call once stopped says so, and says how many it
+// started: with one call in flight, stopping after the third is exact.
+func TestStreamCallsStops(t *testing.T) {
+	var made atomic.Int64
+	started := streamCalls(10, 1, func() bool { return made.Load() >= 3 }, func(int) { made.Add(1) })
+	if started != 3 || made.Load() != 3 {
+		t.Errorf("started %d, made %d calls; want 3 and 3", started, made.Load())
+	}
+	if started := streamCalls(4, 2, func() bool { return false }, func(int) {}); started != 4 {
+		t.Errorf("never stopped: started %d calls, want 4", started)
 	}
 }
