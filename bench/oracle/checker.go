@@ -937,7 +937,8 @@ func (g *limitGuard) reset(count, limit int) { *g = limitGuard{last: count, last
 // higher of the current one and those that shrank less than lag ago (the
 // controller decides on a cache that shows departures a little late). A
 // count over the limit only because the limit shrank under counts that were
-// within it is excused as long as it does not grow; open says the episode
+// within it is excused as long as it does not grow again from its lowest
+// level since (a node disrupted while over is not); open says the episode
 // is already open (then nothing is excused).
 func (g *limitGuard) judge(count, limit int, t time.Time, lag time.Duration, open bool) (bool, int) {
 	if limit < g.lastAllowed && lag > 0 {
@@ -957,6 +958,9 @@ func (g *limitGuard) judge(count, limit int, t time.Time, lag time.Duration, ope
 	case !over:
 		g.excused = 0
 	case count <= g.excused:
+		// A recovery lowers the level excused: a node disrupted after it,
+		// while still over, is not.
+		g.excused = count
 		over = false
 	case count <= g.last && !open:
 		g.excused = count

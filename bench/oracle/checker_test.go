@@ -316,6 +316,14 @@ func TestCheckerViolations(t *testing.T) {
 			want: []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.Overunavailable, Start: at(8), End: at(8.5), Peak: 3, Allowed: 1}},
 		},
 		{
+			name:   "recovering one node and disrupting another while still over a shrunk limit is",
+			events: overAfterRecovery,
+			grace:  map[oracle.Kind]time.Duration{oracle.MissingPod: 5 * sec, oracle.PodOnDeletedNode: sec},
+			// Not more than the 3 once excused, but a node disrupted while
+			// over the limit; it ends when the count is back to 2.
+			want: []oracle.Violation{{DaemonSet: dsKey, Kind: oracle.Overunavailable, Start: at(8.2), End: at(8.6), Peak: 3, Allowed: 1}},
+		},
+		{
 			name: "new nodes without pods are not the rollout's doing",
 			events: func(tl *timeline) {
 				tl.add(0, node("n1")).add(0, ds).add(1, pod(ds, "a", "n1", ready(at(1))))
@@ -473,6 +481,42 @@ func shrinkingLimit(moreAt float64) func(tl *timeline) {
 			n := fmt.Sprintf("n%d", i)
 			tl.mod(10, pod(old, "p"+n, n, ready(at(0)), terminating)).del(10, pod(old, "p"+n, n, terminating)).add(10, pod(upd, "q"+n, n, ready(at(10))))
 		}
+	}
+}
+
+// overAfterRecovery: 21 nodes, maxUnavailable 10% (3). The rollout disrupts
+// n1 to n3; at 7 eleven nodes leave and the limit becomes 1, which excuses
+// the 3. At 8 n1 recovers (2, still over 1) and at 8.2 the controller
+// disrupts n4.
+func overAfterRecovery(tl *timeline) {
+	old := daemonSet("d", maxUnavailable(intstr.FromString("10%")))
+	upd := daemonSet("d", maxUnavailable(intstr.FromString("10%")), image("pause:2", 2))
+	tl.add(0, old)
+	for i := 1; i <= 21; i++ {
+		n := fmt.Sprintf("n%d", i)
+		tl.add(0, node(n)).add(0, pod(old, "p"+n, n, ready(at(0))))
+	}
+	tl.mod(5, upd)
+	for i := 1; i <= 3; i++ {
+		n := fmt.Sprintf("n%d", i)
+		tl.mod(6, pod(old, "p"+n, n, ready(at(0)), terminating))
+	}
+	for i := 11; i <= 21; i++ {
+		n := fmt.Sprintf("n%d", i)
+		tl.del(7, node(n)).del(7, pod(old, "p"+n, n))
+	}
+	tl.del(8, pod(old, "pn1", "n1", terminating)).add(8, pod(upd, "qn1", "n1", ready(at(8))))
+	tl.mod(8.2, pod(old, "pn4", "n4", ready(at(0)), terminating))
+	tl.del(8.6, pod(old, "pn4", "n4", terminating)).add(8.6, pod(upd, "qn4", "n4", ready(at(8.6))))
+	for i := 2; i <= 10; i++ {
+		n := fmt.Sprintf("n%d", i)
+		if i == 4 {
+			continue
+		}
+		if i > 3 {
+			tl.mod(10, pod(old, "p"+n, n, ready(at(0)), terminating))
+		}
+		tl.del(10, pod(old, "p"+n, n, terminating)).add(10, pod(upd, "q"+n, n, ready(at(10))))
 	}
 }
 
