@@ -662,7 +662,7 @@ func (c *Core) Finish(run reports.Run, in FinishInput) reports.Run {
 		}
 		run.Rollouts = append(run.Rollouts, out)
 		run.Availability = append(run.Availability, reports.Availability{
-			DaemonSet: ro.DaemonSet, Step: out.Step, PeakUnavailable: ro.PeakUnavailable, AllowedUnavailable: ro.AllowedAtPeak,
+			DaemonSet: ro.DaemonSet, Step: out.Step, PeakUnavailable: ro.PeakUnavailable, AllowedUnavailable: ro.AllowedAtPeak, ClusterMade: ro.ClusterMadeAtPeak,
 			Expected: ro.PeakUnavailable > ro.AllowedAtPeak && c.expectedDuring(scenarios.MaxUnavailableExceeded, ro.DaemonSet, ro.Start, end),
 		})
 	}

@@ -585,7 +585,7 @@ func describeRun(r reports.Run) string {
 		p("rollout %s step=%q outcome=%s complete=%v %gs nodes=%d", ro.DaemonSet, ro.Step, ro.Outcome, ro.Complete, ro.Seconds, len(ro.Nodes))
 	}
 	for _, av := range r.Availability {
-		p("availability %s step=%q peak=%d allowed=%d expected=%v", av.DaemonSet, av.Step, av.PeakUnavailable, av.AllowedUnavailable, av.Expected)
+		p("availability %s step=%q peak=%d allowed=%d cluster=%d expected=%v", av.DaemonSet, av.Step, av.PeakUnavailable, av.AllowedUnavailable, av.ClusterMade, av.Expected)
 	}
 	for i, j := range r.NodeJoins {
 		p("node join %s %gs, eligible at %s after %gs", j.Node, j.Seconds, rel(j.Start), r.NodeEligible[i].Seconds)

@@ -340,12 +340,13 @@ func parseRV(rv string) uint64 {
 }
 
 // podsChanged: every named pod is gone, terminating, or (for a fail) Failed
-// in the oracle's view.
-func podsChanged(keys []string, failed bool) oracle.Visibility {
+// or (for an unready) not Ready in the oracle's view.
+func podsChanged(keys []string, action scenarios.PodAction) oracle.Visibility {
 	return func(w *oracle.World) bool {
 		for _, k := range keys {
 			p, ok := w.Pod(k)
-			if !ok || p.DeletionTimestamp != nil || failed && p.Status.Phase == corev1.PodFailed {
+			if !ok || p.DeletionTimestamp != nil || action == scenarios.PodFail && p.Status.Phase == corev1.PodFailed ||
+				action == scenarios.PodUnready && !podReady(p) {
 				continue
 			}
 			return false
@@ -635,9 +636,10 @@ func (s *runState) pods(ctx context.Context, st *scenarios.Step) (visibility, er
 			if p.DeletionTimestamp != nil || !nodes[p.Spec.NodeName] {
 				continue
 			}
-			// Only a Running pod can fail: kwok may already be playing
-			// a Pending pod's start, and would make it Running again.
-			if ps.Action == scenarios.PodFail && p.Status.Phase != corev1.PodRunning {
+			// Only a Running pod can fail or turn unready: kwok may
+			// already be playing a Pending pod's start, and would make it
+			// Running and Ready again.
+			if ps.Action != scenarios.PodDelete && p.Status.Phase != corev1.PodRunning {
 				continue
 			}
 			key := p.Spec.NodeName + "/" + ds.Namespace + "/" + ds.Name
@@ -658,11 +660,15 @@ func (s *runState) pods(ctx context.Context, st *scenarios.Step) (visibility, er
 	}
 	err := s.paced(ctx, st, len(targets), func(ctx context.Context, i int) error {
 		p := targets[i]
-		if ps.Action == scenarios.PodFail {
-			patch := []byte(`{"status":{"phase":"Failed","reason":"DsbenchFailed"}}`)
+		if ps.Action != scenarios.PodDelete {
+			patch, verb := []byte(`{"status":{"phase":"Failed","reason":"DsbenchFailed"}}`), "failing"
+			if ps.Action == scenarios.PodUnready {
+				// The reason keeps kwok's re-ready stage off the pod.
+				patch, verb = []byte(`{"status":{"conditions":[{"type":"Ready","status":"False","reason":"`+kwok.UnreadyReason+`"}]}}`), "unreadying"
+			}
 			_, err := s.r.client.CoreV1().Pods(p.ns).Patch(ctx, p.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 			if err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("failing pod %s/%s: %w", p.ns, p.name, err)
+				return fmt.Errorf("%s pod %s/%s: %w", verb, p.ns, p.name, err)
 			}
 			return nil
 		}
@@ -673,7 +679,7 @@ func (s *runState) pods(ctx context.Context, st *scenarios.Step) (visibility, er
 		}
 		return nil
 	})
-	return visibility{"": podsChanged(keys, ps.Action == scenarios.PodFail)}, err
+	return visibility{"": podsChanged(keys, ps.Action)}, err
 }
 
 func (s *runState) controller(ctx context.Context, st *scenarios.Step) (visibility, error) {

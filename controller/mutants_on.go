@@ -54,6 +54,10 @@ const (
 	// takes a Timeout answer for a refused write, as upstream does: it
 	// creates again while the first create may still land
 	TrustWriteTimeouts Mutant = "trust-write-timeouts"
+	// takes an old Running pod for available whatever its Ready
+	// condition: one whose readiness probe fails uses no budget, and is
+	// not replaced before the available ones
+	ReadyMeansRunning Mutant = "ready-means-running"
 )
 
 // Mutants lists every variant.
@@ -61,7 +65,7 @@ func Mutants() []Mutant {
 	return []Mutant{CreateOnNoSchedule, IgnoreNoExecute, KeepAfterLabelChange, SurgeAll,
 		ExceedMaxUnavailable, DoubleCreate, ChurnHealthy, IgnoreNewNodes, RememberDeletedNodes,
 		OldTemplateOnJoin, StopRolloutHalfway, NoAdoption, WrongDesiredCount, HotLoopOnError, NoStatusOnError,
-		CreateBesideTerminating, TrustWriteTimeouts}
+		CreateBesideTerminating, TrustWriteTimeouts, ReadyMeansRunning}
 }
 
 var mutant = struct {
@@ -166,6 +170,24 @@ func computePlan(key string, in plan.Input) plan.Plan {
 		in2.DaemonSet = in.DaemonSet.DeepCopy()
 		all, zero := intstr.FromString("100%"), intstr.FromInt32(0)
 		in2.DaemonSet.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &all, MaxSurge: &zero}
+		return compared(in, plan.Compute(in2))
+	case ReadyMeansRunning:
+		// An old Running pod counts as available whatever its Ready
+		// condition (as if readiness were read from the phase).
+		in2 := in
+		in2.Pods, in2.Facts = slices.Clone(in.Pods), nil
+		changed := false
+		for i, pod := range in2.Pods {
+			if pod.Status.Phase != corev1.PodRunning || plan.IsPodReady(pod) || pod.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] == in.Hash {
+				continue
+			}
+			p := pod.DeepCopy()
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: p.CreationTimestamp}}
+			in2.Pods[i], changed = p, true
+		}
+		if !changed {
+			break
+		}
 		return compared(in, plan.Compute(in2))
 	case CreateBesideTerminating:
 		in2 := in

@@ -22,6 +22,11 @@ import (
 	_ "embed"
 )
 
+// UnreadyReason marks the Ready condition of a pod the harness made unready
+// (a readiness probe that keeps failing): no stage makes such a pod ready
+// again.
+const UnreadyReason = "DsbenchUnready"
+
 // StageOptions describe how fake pods behave. The zero value makes pods
 // Running and Ready at once and finalizes deleted pods, so rollouts never
 // stall.
@@ -88,6 +93,7 @@ func Stages(o StageOptions) ([]*unstructured.Unstructured, error) {
 		"DeleteDelay":      ms(o.DeleteDelay),
 		"FailImages":       jqString(o.FailImages),
 		"NeverReadyImages": jqString(o.NeverReadyImages),
+		"UnreadyReason":    UnreadyReason,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rendering pod stages: %w", err)

@@ -65,6 +65,10 @@ func TestPodStagesAsKwokPlaysThem(t *testing.T) {
 		}
 		return p
 	}
+	unready := func(p *corev1.Pod) *corev1.Pod {
+		p.Status.Conditions[0].Reason = UnreadyReason
+		return p
+	}
 	for _, tc := range []struct {
 		name               string
 		pod                *corev1.Pod
@@ -74,6 +78,7 @@ func TestPodStagesAsKwokPlaysThem(t *testing.T) {
 		{"bound and Pending", pod(corev1.PodPending, "", nil), "dsbench-pod-ready", time.Second, 2 * time.Second},
 		{"Running, not Ready", pod(corev1.PodRunning, corev1.ConditionFalse, nil), "dsbench-pod-reready", time.Second, 3 * time.Second},
 		{"Running and Ready", pod(corev1.PodRunning, corev1.ConditionTrue, nil), "", 0, 0},
+		{"made unready by the harness", unready(pod(corev1.PodRunning, corev1.ConditionFalse, nil)), "", 0, 0},
 		{"deleted with a grace period", pod(corev1.PodRunning, corev1.ConditionTrue, ptr.To[int64](30)), "dsbench-pod-delete", 500 * time.Millisecond, time.Second},
 		{"deleted Pending", pod(corev1.PodPending, "", ptr.To[int64](30)), "dsbench-pod-delete", 500 * time.Millisecond, time.Second},
 		// kwok's own delete (grace 0) is first written as a grace period of

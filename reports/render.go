@@ -187,6 +187,9 @@ func (a *analysis) invariantsTable() table {
 				if d := av.PeakUnavailable - av.AllowedUnavailable; !haveAvail || d > worst {
 					haveAvail, worst = true, d
 					avail = fmt.Sprintf("%d / %d", av.PeakUnavailable, av.AllowedUnavailable)
+					if av.ClusterMade > 0 {
+						avail += fmt.Sprintf(" (%d cluster's)", av.ClusterMade)
+					}
 				}
 			}
 			minObserved = min(minObserved, run.Coverage.ObservedFraction)

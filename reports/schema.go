@@ -456,6 +456,11 @@ type Availability struct {
 	Step               string `json:"step,omitempty"`
 	PeakUnavailable    int    `json:"peakUnavailable"`
 	AllowedUnavailable int    `json:"allowedUnavailable"`
+	// ClusterMade is how many of the peak's nodes the cluster disrupted
+	// (a pod failed or turned unready, the harness deleted it), not the
+	// controller; AllowedUnavailable then includes the level the oracle
+	// excused for them.
+	ClusterMade int `json:"clusterMade,omitempty"`
 	// Expected: the scenario itself took pods down during this rollout and
 	// declared that more than the allowance may be unavailable.
 	Expected bool `json:"expected,omitempty"`

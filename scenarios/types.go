@@ -446,9 +446,13 @@ const (
 	PodDelete PodAction = "delete"
 	// PodFail sets the pod's phase to Failed, as a crashed pod would be.
 	PodFail PodAction = "fail"
+	// PodUnready sets the pod's Ready condition to False, as a readiness
+	// probe that keeps failing would; the pod stays Running and is never
+	// made ready again (a controller replaces it).
+	PodUnready PodAction = "unready"
 )
 
-// PodsStep deletes or fails daemon pods: those of DaemonSet (all DaemonSets
+// PodsStep deletes, fails or unreadies daemon pods: those of DaemonSet (all DaemonSets
 // when empty) on the nodes of Pool matching Selector; Count or Fraction of
 // those pods.
 type PodsStep struct {

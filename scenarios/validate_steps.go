@@ -548,11 +548,11 @@ func describeStrategy(s appsv1.DaemonSetUpdateStrategy) string {
 
 func (v *validator) pods(p *PodsStep, path string, st *simState) {
 	switch p.Action {
-	case PodDelete, PodFail:
+	case PodDelete, PodFail, PodUnready:
 	case "":
-		v.errorf(joinPath(path, "action"), "action is required: delete or fail")
+		v.errorf(joinPath(path, "action"), "action is required: delete, fail or unready")
 	default:
-		v.errorf(joinPath(path, "action"), "action %q: must be delete or fail", p.Action)
+		v.errorf(joinPath(path, "action"), "action %q: must be delete, fail or unready", p.Action)
 	}
 	perNode := len(st.live)
 	if p.DaemonSet != "" {

@@ -46,6 +46,7 @@ var mutantTargets = []struct {
 	{"no-status-on-error", []string{"chaos-reject-creates"}},
 	{"create-beside-terminating", []string{"rolling-max-unavailable", "bench-repair"}},
 	{"trust-write-timeouts", []string{"chaos-write-timeouts"}},
+	{"ready-means-running", []string{"rollout-pods-unready"}},
 }
 
 // mutantCell is one variant on one scenario.

@@ -216,8 +216,9 @@ type dsState struct {
 	key   string
 	e     *dsEntry
 	nodes map[string]*nodeTrack
-	// Aggregates over nodes, kept incrementally.
-	mustRun, notOK, disrupted, surging int
+	// Aggregates over nodes, kept incrementally. deletedAway counts the
+	// disrupted nodes whose disruption the controller made (see nodeTrack).
+	mustRun, notOK, disrupted, deletedAway, surging int
 	// podless counts the must-run nodes without an active pod of the
 	// current template: zero once the controller has created every pod.
 	podless int
@@ -266,6 +267,18 @@ type nodeTrack struct {
 	// may pair it with that version.
 	staleMustRunUntil time.Time
 	wasAvailable      bool // rollout attribution, see Overunavailable
+	// deletedAway says the node's current disruption began when a pod was
+	// deleted by someone other than the harness: the controller's doing.
+	// Otherwise the cluster made it (a pod failed or turned unready, the
+	// harness deleted it, the node became must-run again without a pod).
+	deletedAway bool
+}
+
+// disrupted says the node counts against maxUnavailable: must-run, without
+// an available pod, though it had one since the rollout began.
+func (tr *nodeTrack) disrupted() bool {
+	v := tr.view
+	return v.exists && v.mustRun && !v.available && tr.wasAvailable
 }
 
 type episodeKey struct {
@@ -613,7 +626,7 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 		s.nodes[name] = tr
 	}
 	s.account(tr, -1)
-	prev := tr.view
+	prev, wasDisrupted := tr.view, tr.disrupted()
 	c.noteDisruption(s, name, prev, v, t)
 	if v.exists && v.mustRun && !tr.view.mustRun {
 		c.withdrawReordered(episodeKey{ds: s.key, node: name, kind: PodOnIneligibleNode}, node)
@@ -633,6 +646,9 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 	tr.view, tr.ok = v, v.ok(s.e)
 	if s.rollout != nil && v.available {
 		tr.wasAvailable = true
+	}
+	if tr.disrupted() && !wasDisrupted {
+		tr.deletedAway = c.deletedByController()
 	}
 	s.account(tr, +1)
 
@@ -821,8 +837,11 @@ func (s *dsState) account(tr *nodeTrack, sign int) {
 	v := tr.view
 	if v.exists && v.mustRun {
 		s.mustRun += sign
-		if !v.available && tr.wasAvailable {
+		if tr.disrupted() {
 			s.disrupted += sign
+			if tr.deletedAway {
+				s.deletedAway += sign
+			}
 		}
 		if v.surging() {
 			s.surging += sign
@@ -834,6 +853,20 @@ func (s *dsState) account(tr *nodeTrack, sign int) {
 	if !tr.ok && (v.exists || v.active+v.terminal+v.terminating > 0) {
 		s.notOK += sign
 	}
+}
+
+// deletedByController says the pod event being applied deleted its pod (it
+// is terminating or gone) and the harness did not ask for that: a node that
+// loses its available pod so lost it to the controller. Anything else that
+// leaves a node without an available pod (the pod failed or turned unready
+// in place, the harness deleted it) the cluster did; a correct controller
+// counts it against maxUnavailable but cannot prevent it.
+func (c *Checker) deletedByController() bool {
+	if c.curPod == "" || c.requested[c.curPod] {
+		return false
+	}
+	pe := c.w.pods[c.curPod]
+	return pe == nil || pe.pod.DeletionTimestamp != nil
 }
 
 // settle updates the DaemonSet-wide state after its nodes were refreshed.
@@ -850,7 +883,7 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 	// Without surge, two pods on a node are DuplicatePods alone.
 	maxSurge, _ := s.e.limits(s.mustRun)
 	sk := episodeKey{ds: s.key, kind: Oversurge}
-	overSurge, maxSurge := s.surge.judge(s.surging, maxSurge, t, c.cfg.LimitLag, c.open[sk] != nil)
+	overSurge, maxSurge := s.surge.judge(s.surging, s.surging, maxSurge, t, c.cfg.LimitLag, c.open[sk] != nil)
 	c.retractableEpisode(sk, s, s.e.surge() && overSurge, t, func(x *Violation) {
 		if s.surging > x.Peak {
 			x.Peak, x.Allowed = s.surging, maxSurge
@@ -865,7 +898,7 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 	}
 	_, allowed := s.e.limits(s.mustRun)
 	k := episodeKey{ds: s.key, kind: Overunavailable}
-	over, allowed := s.unav.judge(s.disrupted, allowed, t, c.cfg.LimitLag, c.open[k] != nil)
+	over, allowed := s.unav.judge(s.disrupted, s.deletedAway, allowed, t, c.cfg.LimitLag, c.open[k] != nil)
 	over = over && !conv
 	c.retractableEpisode(k, s, over, t, func(x *Violation) {
 		if s.disrupted > x.Peak {
@@ -877,7 +910,12 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 	})
 	// After the episode: a retracted one restored the peak it had raised.
 	if s.disrupted > r.PeakUnavailable {
-		r.PeakUnavailable, r.AllowedAtPeak = s.disrupted, allowed
+		if !over {
+			// Excused: the limit shrank under the count, or the cluster
+			// made it; the level excused is what was allowed.
+			allowed = max(allowed, s.disrupted)
+		}
+		r.PeakUnavailable, r.AllowedAtPeak, r.ClusterMadeAtPeak = s.disrupted, allowed, s.disrupted-s.deletedAway
 	}
 	if conv {
 		c.endRollout(s, t, RolloutConverged)
@@ -890,8 +928,7 @@ func (c *Checker) disruptedNodes(s *dsState, max int) string {
 	var parts []string
 	for _, name := range sortedKeys(s.nodes) {
 		tr := s.nodes[name]
-		v := tr.view
-		if !(v.exists && v.mustRun && !v.available && tr.wasAvailable) {
+		if !tr.disrupted() {
 			continue
 		}
 		if len(parts) == max {
@@ -913,21 +950,30 @@ func (c *Checker) disruptedNodes(s *dsState, max int) string {
 			}
 			pods = append(pods, fmt.Sprintf("%s %s %s", p.key, rev, state))
 		}
-		parts = append(parts, fmt.Sprintf("%s [%s]", name, strings.Join(pods, "; ")))
+		by := "cluster's"
+		if tr.deletedAway {
+			by = "controller's"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s) [%s]", name, by, strings.Join(pods, "; ")))
 	}
 	return strings.Join(parts, ", ")
 }
 
 // limitGuard judges a count (disrupted or surging nodes) against a
-// percentage limit that can shrink when must-run nodes leave.
+// percentage limit that can shrink when must-run nodes leave, and against
+// disruptions the cluster made beside the controller's.
 type limitGuard struct {
-	// last is the count at the previous judgement; excused, when not 0, the
-	// level excused because the limit shrank under it.
-	last, excused int
+	// last and lastMade are the count and the controller's share of it at
+	// the previous judgement; excused, when not 0, the level excused
+	// because the limit shrank under it or the cluster pushed it over.
+	last, lastMade, excused int
 	// lastAllowed is the limit then; recent the higher limits a lagging
-	// controller may still apply (see LimitLag).
+	// controller may still apply (see LimitLag), and clusterMade when the
+	// cluster last added to the count, which such a controller may not
+	// have seen yet.
 	lastAllowed int
 	recent      []recentLimit
+	clusterMade []time.Time
 }
 
 // reset starts judging afresh at count under limit (a new rollout).
@@ -935,12 +981,15 @@ func (g *limitGuard) reset(count, limit int) { *g = limitGuard{last: count, last
 
 // judge says whether count is over limit at t, and the limit it applied: the
 // higher of the current one and those that shrank less than lag ago (the
-// controller decides on a cache that shows departures a little late). A
-// count over the limit only because the limit shrank under counts that were
-// within it is excused as long as it does not grow again from its lowest
-// level since (a node disrupted while over is not); open says the episode
-// is already open (then nothing is excused).
-func (g *limitGuard) judge(count, limit int, t time.Time, lag time.Duration, open bool) (bool, int) {
+// controller decides on a cache that shows departures a little late), plus
+// one for each node the cluster added to the count less than lag ago (it
+// may not have seen those either). made is the part of count the controller
+// made; the rest the cluster did. A count over the limit only because the
+// limit shrank under it, or because the cluster added to it, is excused as
+// long as the controller adds nothing to it and it does not grow again from
+// its lowest level since (a node disrupted while over is not); open says
+// the episode is already open (then nothing is excused).
+func (g *limitGuard) judge(count, made, limit int, t time.Time, lag time.Duration, open bool) (bool, int) {
 	if limit < g.lastAllowed && lag > 0 {
 		g.recent = append(g.recent, recentLimit{until: t.Add(lag), allowed: g.lastAllowed})
 	}
@@ -953,6 +1002,20 @@ func (g *limitGuard) judge(count, limit int, t time.Time, lag time.Duration, ope
 		}
 	}
 	g.recent = kept
+	byCluster := count > g.last && made <= g.lastMade
+	if byCluster && lag > 0 {
+		for range count - g.last {
+			g.clusterMade = append(g.clusterMade, t.Add(lag))
+		}
+	}
+	seen := g.clusterMade[:0]
+	for _, until := range g.clusterMade {
+		if t.Before(until) {
+			seen = append(seen, until)
+		}
+	}
+	g.clusterMade = seen
+	limit += len(seen)
 	over := count > limit
 	switch {
 	case !over:
@@ -962,19 +1025,19 @@ func (g *limitGuard) judge(count, limit int, t time.Time, lag time.Duration, ope
 		// while still over, is not.
 		g.excused = count
 		over = false
-	case count <= g.last && !open:
+	case (count <= g.last || byCluster) && !open:
 		g.excused = count
 		over = false
 	}
-	g.last = count
+	g.last, g.lastMade = count, made
 	return over, limit
 }
 
 // limitOpening is what an open limit episode needs to be retracted.
 type limitOpening struct {
-	rv            uint64
-	peak, allowed int
-	hadRollout    bool
+	rv                         uint64
+	peak, allowed, clusterMade int
+	hadRollout                 bool
 }
 
 // retractableEpisode is episode for Overunavailable and Oversurge, which count
@@ -991,7 +1054,7 @@ func (c *Checker) retractableEpisode(k episodeKey, s *dsState, on bool, t time.T
 	case on && !open:
 		lo := limitOpening{rv: c.eventRV}
 		if r := s.rollout; r != nil && k.kind == Overunavailable {
-			lo.hadRollout, lo.peak, lo.allowed = true, r.PeakUnavailable, r.AllowedAtPeak
+			lo.hadRollout, lo.peak, lo.allowed, lo.clusterMade = true, r.PeakUnavailable, r.AllowedAtPeak, r.ClusterMadeAtPeak
 		}
 		c.limitOpen[k] = lo
 	case !on && open:
@@ -1002,7 +1065,7 @@ func (c *Checker) retractableEpisode(k episodeKey, s *dsState, on bool, t time.T
 			delete(c.atOnce, k)
 			c.retracted++
 			if r := s.rollout; r != nil && lo.hadRollout {
-				r.PeakUnavailable, r.AllowedAtPeak = lo.peak, lo.allowed
+				r.PeakUnavailable, r.AllowedAtPeak, r.ClusterMadeAtPeak = lo.peak, lo.allowed, lo.clusterMade
 			}
 			return
 		}

@@ -26,8 +26,11 @@ type Rollout struct {
 	Start, End       time.Time
 	Outcome          RolloutOutcome
 	// PeakUnavailable is the most disrupted must-run nodes at once (see
-	// Overunavailable), AllowedAtPeak the resolved maxUnavailable then.
-	PeakUnavailable, AllowedAtPeak int
+	// Overunavailable), AllowedAtPeak the resolved maxUnavailable then, or
+	// the level the oracle excused (the limit shrank under the count, or
+	// the cluster made it), and ClusterMadeAtPeak how many of those nodes
+	// the cluster disrupted rather than the controller.
+	PeakUnavailable, AllowedAtPeak, ClusterMadeAtPeak int
 	// LastNodeAvailable is when the last node got an available current pod.
 	LastNodeAvailable time.Time
 	Nodes             []NodeRollout // sorted by node
