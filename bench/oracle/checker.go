@@ -216,9 +216,9 @@ type dsState struct {
 	key   string
 	e     *dsEntry
 	nodes map[string]*nodeTrack
-	// Aggregates over nodes, kept incrementally. deletedAway counts the
+	// Aggregates over nodes, kept incrementally. byController counts the
 	// disrupted nodes whose disruption the controller made (see nodeTrack).
-	mustRun, notOK, disrupted, deletedAway, surging int
+	mustRun, notOK, disrupted, byController, surging int
 	// podless counts the must-run nodes without an active pod of the
 	// current template: zero once the controller has created every pod.
 	podless int
@@ -267,11 +267,11 @@ type nodeTrack struct {
 	// may pair it with that version.
 	staleMustRunUntil time.Time
 	wasAvailable      bool // rollout attribution, see Overunavailable
-	// deletedAway says the node's current disruption began when a pod was
-	// deleted by someone other than the harness: the controller's doing.
+	// byController says the controller made the node's current disruption:
+	// it began when a pod was deleted by someone other than the harness.
 	// Otherwise the cluster made it (a pod failed or turned unready, the
 	// harness deleted it, the node became must-run again without a pod).
-	deletedAway bool
+	byController bool
 }
 
 // disrupted says the node counts against maxUnavailable: must-run, without
@@ -648,7 +648,7 @@ func (c *Checker) refresh(s *dsState, name string, t time.Time) {
 		tr.wasAvailable = true
 	}
 	if tr.disrupted() && !wasDisrupted {
-		tr.deletedAway = c.deletedByController()
+		tr.byController = c.deletedByController()
 	}
 	s.account(tr, +1)
 
@@ -839,8 +839,8 @@ func (s *dsState) account(tr *nodeTrack, sign int) {
 		s.mustRun += sign
 		if tr.disrupted() {
 			s.disrupted += sign
-			if tr.deletedAway {
-				s.deletedAway += sign
+			if tr.byController {
+				s.byController += sign
 			}
 		}
 		if v.surging() {
@@ -898,7 +898,7 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 	}
 	_, allowed := s.e.limits(s.mustRun)
 	k := episodeKey{ds: s.key, kind: Overunavailable}
-	over, allowed := s.unav.judge(s.disrupted, s.deletedAway, allowed, t, c.cfg.LimitLag, c.open[k] != nil)
+	over, allowed := s.unav.judge(s.disrupted, s.byController, allowed, t, c.cfg.LimitLag, c.open[k] != nil)
 	over = over && !conv
 	c.retractableEpisode(k, s, over, t, func(x *Violation) {
 		if s.disrupted > x.Peak {
@@ -915,7 +915,7 @@ func (c *Checker) settle(s *dsState, t time.Time) {
 			// made it; the level excused is what was allowed.
 			allowed = max(allowed, s.disrupted)
 		}
-		r.PeakUnavailable, r.AllowedAtPeak, r.ClusterMadeAtPeak = s.disrupted, allowed, s.disrupted-s.deletedAway
+		r.PeakUnavailable, r.AllowedAtPeak, r.ClusterMadeAtPeak = s.disrupted, allowed, s.disrupted-s.byController
 	}
 	if conv {
 		c.endRollout(s, t, RolloutConverged)
@@ -951,7 +951,7 @@ func (c *Checker) disruptedNodes(s *dsState, max int) string {
 			pods = append(pods, fmt.Sprintf("%s %s %s", p.key, rev, state))
 		}
 		by := "cluster's"
-		if tr.deletedAway {
+		if tr.byController {
 			by = "controller's"
 		}
 		parts = append(parts, fmt.Sprintf("%s (%s) [%s]", name, by, strings.Join(pods, "; ")))
