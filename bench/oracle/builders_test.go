@@ -265,3 +265,18 @@ func agree(t *testing.T, c *oracle.Checker, i int) {
 		}
 	}
 }
+
+// tenPercentRollout adds a DaemonSet d at maxUnavailable 10% and nodes n1
+// to n<nodes>, each with a pod of it Ready since 0, and updates d's
+// template at 5; it returns the old and the updated DaemonSet.
+func tenPercentRollout(tl *timeline, nodes int) (old, upd *appsv1.DaemonSet) {
+	old = daemonSet("d", maxUnavailable(intstr.FromString("10%")))
+	upd = daemonSet("d", maxUnavailable(intstr.FromString("10%")), image("pause:2", 2))
+	tl.add(0, old)
+	for i := 1; i <= nodes; i++ {
+		n := "n" + strconv.Itoa(i)
+		tl.add(0, node(n)).add(0, pod(old, "p"+n, n, ready(at(0))))
+	}
+	tl.mod(5, upd)
+	return old, upd
+}

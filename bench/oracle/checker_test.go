@@ -454,16 +454,9 @@ func dsJustAfterTaint(ds *appsv1.DaemonSet, podAt float64) func(tl *timeline) {
 // and n2; at 7 n11 leaves and the limit becomes 1. With moreAt > 0 the
 // controller disrupts n3 then, while over the shrunk limit.
 func shrinkingLimit(moreAt float64) func(tl *timeline) {
-	old := daemonSet("d", maxUnavailable(intstr.FromString("10%")))
-	upd := daemonSet("d", maxUnavailable(intstr.FromString("10%")), image("pause:2", 2))
 	more := moreAt > 0
 	return func(tl *timeline) {
-		tl.add(0, old)
-		for i := 1; i <= 11; i++ {
-			n := fmt.Sprintf("n%d", i)
-			tl.add(0, node(n)).add(0, pod(old, "p"+n, n, ready(at(0))))
-		}
-		tl.mod(5, upd)
+		old, upd := tenPercentRollout(tl, 11)
 		tl.mod(6, pod(old, "pn1", "n1", ready(at(0)), terminating)).mod(6, pod(old, "pn2", "n2", ready(at(0)), terminating))
 		tl.del(7, node("n11")).del(7, pod(old, "pn11", "n11"))
 		if more {
@@ -489,14 +482,7 @@ func shrinkingLimit(moreAt float64) func(tl *timeline) {
 // the 3. At 8 n1 recovers (2, still over 1) and at 8.2 the controller
 // disrupts n4.
 func overAfterRecovery(tl *timeline) {
-	old := daemonSet("d", maxUnavailable(intstr.FromString("10%")))
-	upd := daemonSet("d", maxUnavailable(intstr.FromString("10%")), image("pause:2", 2))
-	tl.add(0, old)
-	for i := 1; i <= 21; i++ {
-		n := fmt.Sprintf("n%d", i)
-		tl.add(0, node(n)).add(0, pod(old, "p"+n, n, ready(at(0))))
-	}
-	tl.mod(5, upd)
+	old, upd := tenPercentRollout(tl, 21)
 	for i := 1; i <= 3; i++ {
 		n := fmt.Sprintf("n%d", i)
 		tl.mod(6, pod(old, "p"+n, n, ready(at(0)), terminating))
@@ -524,15 +510,9 @@ func overAfterRecovery(tl *timeline) {
 // n1; at 7 n11 leaves and the limit becomes 1; at disruptAt the controller
 // disrupts n2, within the limit it last saw.
 func lateDisruption(disruptAt float64) func(tl *timeline) {
-	old := daemonSet("d", maxUnavailable(intstr.FromString("10%")))
-	upd := daemonSet("d", maxUnavailable(intstr.FromString("10%")), image("pause:2", 2))
 	return func(tl *timeline) {
-		tl.add(0, old)
-		for i := 1; i <= 11; i++ {
-			n := fmt.Sprintf("n%d", i)
-			tl.add(0, node(n)).add(0, pod(old, "p"+n, n, ready(at(0))))
-		}
-		tl.mod(5, upd).mod(6, pod(old, "pn1", "n1", ready(at(0)), terminating))
+		old, upd := tenPercentRollout(tl, 11)
+		tl.mod(6, pod(old, "pn1", "n1", ready(at(0)), terminating))
 		tl.del(7, node("n11")).del(7, pod(old, "pn11", "n11"))
 		tl.mod(disruptAt, pod(old, "pn2", "n2", ready(at(0)), terminating))
 		for i := 1; i <= 10; i++ {
@@ -546,29 +526,41 @@ func lateDisruption(disruptAt float64) func(tl *timeline) {
 }
 
 // A controller whose cache has not seen a node leave still applies the
-// larger limit; LimitLag allows it that long, and no longer.
+// larger limit, and one whose cache has not yet shown a pod the cluster
+// failed may still use the budget that pod left; LimitLag allows each that
+// long, and no longer.
 func TestOverunavailableLimitLag(t *testing.T) {
 	grace := map[oracle.Kind]time.Duration{oracle.MissingPod: 5 * time.Second, oracle.PodOnDeletedNode: time.Second}
+	nodeLeft := func(at float64) timeline {
+		var tl timeline
+		lateDisruption(at)(&tl)
+		return tl
+	}
 	for _, tc := range []struct {
-		moreAt float64
-		lag    time.Duration
-		want   int
+		name     string
+		events   func(disruptAt float64) timeline
+		moreAt   float64
+		lag      time.Duration
+		want     int
+		wantPeak int
 	}{
-		{moreAt: 7.5, lag: time.Second, want: 0},
-		{moreAt: 7.5, lag: 0, want: 1},
-		{moreAt: 8.2, lag: time.Second, want: 1},
+		{name: "a node left", events: nodeLeft, moreAt: 7.5, lag: time.Second, want: 0},
+		{name: "a node left", events: nodeLeft, moreAt: 7.5, lag: 0, want: 1, wantPeak: 2},
+		{name: "a node left", events: nodeLeft, moreAt: 8.2, lag: time.Second, want: 1, wantPeak: 2},
+		{name: "a pod failed", events: clusterFillsBudget, moreAt: 7.5, lag: time.Second, want: 0},
+		{name: "a pod failed", events: clusterFillsBudget, moreAt: 7.5, lag: 0, want: 1, wantPeak: 4},
+		{name: "a pod failed", events: clusterFillsBudget, moreAt: 8.2, lag: time.Second, want: 1, wantPeak: 4},
 	} {
-		t.Run(fmt.Sprintf("disrupt at %v, lag %v", tc.moreAt, tc.lag), func(t *testing.T) {
-			var tl timeline
-			lateDisruption(tc.moreAt)(&tl)
+		t.Run(fmt.Sprintf("%s, disrupt at %v, lag %v", tc.name, tc.moreAt, tc.lag), func(t *testing.T) {
+			tl := tc.events(tc.moreAt)
 			c := feed(t, oracle.Config{Grace: grace, LimitLag: tc.lag}, tl)
 			got := c.Finish(tl[len(tl)-1].Time)
 			if len(got) != tc.want {
 				t.Errorf("got %d violations, want %d: %+v", len(got), tc.want, got)
 			}
 			for _, v := range got {
-				if v.Kind != oracle.Overunavailable {
-					t.Errorf("unexpected violation %+v", v)
+				if v.Kind != oracle.Overunavailable || !v.Start.Equal(at(tc.moreAt)) || v.Peak != tc.wantPeak {
+					t.Errorf("got %+v, want an Overunavailable from %v with peak %d", v, tc.moreAt, tc.wantPeak)
 				}
 			}
 		})

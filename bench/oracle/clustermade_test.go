@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/dsbench/dsbench/bench/oracle"
 )
@@ -29,16 +28,9 @@ const (
 // recovers at 8. The controller replaces the lost pods (new pods Ready at
 // 8.5), n2 and n3 recover at 8, and the rollout ends in waves of 3 from 9.
 func clusterTakesOver(loss clusterLoss, extraAt float64) (timeline, []string) {
-	old := daemonSet("d", maxUnavailable(intstr.FromString("10%")))
-	upd := daemonSet("d", maxUnavailable(intstr.FromString("10%")), image("pause:2", 2))
 	var tl timeline
 	var requested []string
-	tl.add(0, old)
-	for i := 1; i <= 21; i++ {
-		n := fmt.Sprintf("n%d", i)
-		tl.add(0, node(n)).add(0, pod(old, "p"+n, n, ready(at(0))))
-	}
-	tl.mod(5, upd)
+	old, upd := tenPercentRollout(&tl, 21)
 	for i := 1; i <= 3; i++ {
 		n := fmt.Sprintf("n%d", i)
 		tl.mod(6, pod(old, "p"+n, n, ready(at(0)), terminating))
@@ -145,17 +137,10 @@ func TestOverunavailableClusterMade(t *testing.T) {
 
 // clusterFillsBudget: 21 nodes, maxUnavailable 10% (3). The controller
 // disrupts n1 and n2 at 6; at 7 the pod of n11 fails, which fills the
-// budget; at disruptAt the controller disrupts n3 too.
+// budget; at disruptAt the controller disrupts n3 too (TestOverunavailableLimitLag).
 func clusterFillsBudget(disruptAt float64) timeline {
-	old := daemonSet("d", maxUnavailable(intstr.FromString("10%")))
-	upd := daemonSet("d", maxUnavailable(intstr.FromString("10%")), image("pause:2", 2))
 	var tl timeline
-	tl.add(0, old)
-	for i := 1; i <= 21; i++ {
-		n := fmt.Sprintf("n%d", i)
-		tl.add(0, node(n)).add(0, pod(old, "p"+n, n, ready(at(0))))
-	}
-	tl.mod(5, upd)
+	old, upd := tenPercentRollout(&tl, 21)
 	tl.mod(6, pod(old, "pn1", "n1", ready(at(0)), terminating)).mod(6, pod(old, "pn2", "n2", ready(at(0)), terminating))
 	tl.mod(7, pod(old, "pn11", "n11", failed))
 	tl.mod(disruptAt, pod(old, "pn3", "n3", ready(at(0)), terminating))
@@ -174,34 +159,4 @@ func clusterFillsBudget(disruptAt float64) timeline {
 		tl.del(start+0.5, pod(old, "p"+n, n, terminating)).add(start+0.5, pod(upd, "q"+n, n, ready(at(start+0.5))))
 	}
 	return tl
-}
-
-// A controller whose cache has not yet shown a pod the cluster failed may
-// still use the budget that pod used to leave; LimitLag allows it that
-// long, and no longer.
-func TestOverunavailableClusterMadeLag(t *testing.T) {
-	grace := map[oracle.Kind]time.Duration{oracle.MissingPod: 5 * time.Second}
-	for _, tc := range []struct {
-		disruptAt float64
-		lag       time.Duration
-		want      int
-	}{
-		{disruptAt: 7.5, lag: time.Second, want: 0},
-		{disruptAt: 7.5, lag: 0, want: 1},
-		{disruptAt: 8.2, lag: time.Second, want: 1},
-	} {
-		t.Run(fmt.Sprintf("disrupt at %v, lag %v", tc.disruptAt, tc.lag), func(t *testing.T) {
-			tl := clusterFillsBudget(tc.disruptAt)
-			c := feed(t, oracle.Config{Grace: grace, LimitLag: tc.lag}, tl)
-			got := c.Finish(tl[len(tl)-1].Time)
-			if len(got) != tc.want {
-				t.Fatalf("got %d violations, want %d: %+v", len(got), tc.want, got)
-			}
-			for _, v := range got {
-				if v.Kind != oracle.Overunavailable || !v.Start.Equal(at(tc.disruptAt)) || v.Peak != 4 {
-					t.Errorf("got %+v, want an Overunavailable from %v with peak 4", v, tc.disruptAt)
-				}
-			}
-		})
-	}
 }
